@@ -1,0 +1,51 @@
+"""Kueue's label, annotation, finalizer, condition and reason strings, so existing tools keep working."""
+
+from __future__ import annotations
+
+from typing import Final
+
+GROUP: Final = "kueue.x-k8s.io"
+VERSION: Final = "v1beta1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+# Labels and annotations on jobs and pods.
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
+PREBUILT_WORKLOAD_LABEL: Final = "kueue.x-k8s.io/prebuilt-workload-name"
+MAX_EXEC_TIME_LABEL: Final = "kueue.x-k8s.io/max-exec-time-seconds"
+JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
+MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
+PODSET_LABEL: Final = "kueue.x-k8s.io/podset"
+POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
+ROLE_HASH_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
+IS_GROUP_WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/is-group-workload"
+JOB_MIN_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-min-parallelism"
+STOPPING_ANNOTATION: Final = "kueue.x-k8s.io/stopping"
+# Turnstile's own: the name of the Workload that represents a job, stamped by the mutating webhook.
+WORKLOAD_NAME_ANNOTATION: Final = "turnstile.x-k8s.io/workload-name"
+# Red Hat's build of Kueue opts namespaces in with this label.
+OPENSHIFT_MANAGED_NAMESPACE_LABEL: Final = "kueue.openshift.io/managed"
+
+ADMISSION_SCHEDULING_GATE: Final = "kueue.x-k8s.io/admission"
+RESOURCE_IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
+MANAGED_POD_FINALIZER: Final = "kueue.x-k8s.io/managed"
+
+DEFAULT_LOCAL_QUEUE: Final = "default"
+DEFAULT_PRIORITY_CLASS: Final = "default"
+DEFAULT_PODSET_NAME: Final = "main"
+MAX_PODSETS: Final = 18
+MAX_RESOURCE_GROUPS: Final = 16
+
+# Workload condition types.
+COND_QUOTA_RESERVED: Final = "QuotaReserved"
+COND_ADMITTED: Final = "Admitted"
+COND_EVICTED: Final = "Evicted"
+COND_PREEMPTED: Final = "Preempted"
+COND_REQUEUED: Final = "Requeued"
+COND_PODS_READY: Final = "PodsReady"
+COND_FINISHED: Final = "Finished"
+
+# Priority class sources on v1beta1 Workloads.
+WORKLOAD_PRIORITY_CLASS_SOURCE: Final = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE: Final = "scheduling.k8s.io/priorityclass"
