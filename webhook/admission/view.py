@@ -1,0 +1,55 @@
+"""What the admission policies may know about the cluster: a read-only view of the in-memory cache.
+
+The webhook answers from this view only, never from the API server. The controller's cache implements it;
+unit tests use ``StaticView``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+class ClusterView(Protocol):
+    def synced(self) -> bool:
+        """True once every watch the webhook relies on has listed its objects at least once."""
+        ...
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        """The labels of a namespace, or None when the namespace is not known."""
+        ...
+
+    def has_local_queue(self, namespace: str, name: str) -> bool: ...
+
+    def has_workload_priority_class(self, name: str) -> bool: ...
+
+    def workload_is_admitted(self, namespace: str, name: str) -> bool:
+        """True when that Workload exists and has quota reserved and is admitted."""
+        ...
+
+
+@dataclass
+class StaticView:
+    """A ClusterView over plain data, for tests and for tools that run without watches."""
+
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    local_queues: set[tuple[str, str]] = field(default_factory=set)
+    priority_classes: set[str] = field(default_factory=set)
+    admitted_workloads: set[tuple[str, str]] = field(default_factory=set)
+    is_synced: bool = True
+
+    def synced(self) -> bool:
+        return self.is_synced
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        return self.namespaces.get(name)
+
+    def has_local_queue(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self.local_queues
+
+    def has_workload_priority_class(self, name: str) -> bool:
+        return name in self.priority_classes
+
+    def workload_is_admitted(self, namespace: str, name: str) -> bool:
+        return (namespace, name) in self.admitted_workloads
