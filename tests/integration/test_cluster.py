@@ -1,0 +1,67 @@
+"""The local control plane itself: it answers, serves our API group, and `up`/`down` behave."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from webhook.localcluster import LocalCluster
+
+pytestmark = pytest.mark.integration
+
+
+def test_api_server_reports_the_built_version(cluster: LocalCluster) -> None:
+    version = json.loads(cluster.kubectl("version", "-o", "json").stdout)
+    assert version["serverVersion"]["gitVersion"].startswith("v1.36.")
+
+
+def test_kueue_group_is_served(cluster: LocalCluster) -> None:
+    resources = cluster.kubectl("api-resources", "--api-group=kueue.x-k8s.io", "-o", "name").stdout.split()
+    assert {
+        "clusterqueues.kueue.x-k8s.io",
+        "localqueues.kueue.x-k8s.io",
+        "resourceflavors.kueue.x-k8s.io",
+        "workloadpriorityclasses.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+    } <= set(resources)
+
+
+def test_admin_is_authorized_and_anonymous_is_not(cluster: LocalCluster) -> None:
+    assert cluster.kubectl("auth", "can-i", "create", "clusterqueues").stdout.strip() == "yes"
+    anonymous = cluster.kubectl("get", "namespaces", "--as=nobody", check=False)
+    assert anonymous.returncode != 0
+    assert "forbidden" in anonymous.stderr.lower()
+
+
+def _turnstile(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", *args], capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def test_cli_up_twice_then_down(cluster: LocalCluster, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = _turnstile("cluster", "up", "--state-dir", str(state))
+    try:
+        assert first.returncode == 0, first.stderr
+        assert f"export KUBECONFIG={state.resolve() / 'kubeconfig'}" in first.stdout
+        second = _turnstile("cluster", "up", "--state-dir", str(state))
+        assert second.returncode == 0
+        assert "already running" in second.stdout
+        other = LocalCluster(state, bin_dir=cluster.bin_dir)
+        assert other.load() is not None
+        assert other.kubectl("get", "clusterqueues").returncode == 0
+        pids = list(other.state.pids.values()) if other.state else []
+        assert pids
+    finally:
+        down = _turnstile("cluster", "down", "--state-dir", str(state))
+    assert down.returncode == 0, down.stderr
+    assert not state.exists()
+    for pid in pids:
+        assert (
+            not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+        )
