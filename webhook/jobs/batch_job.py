@@ -1,0 +1,183 @@
+"""The batch/v1 Job integration: a Job becomes a Workload with one PodSet; admission releases it.
+
+Pure transformations of Job and Workload objects (dicts). The reconciler decides *when* to call them and writes
+the results with optimistic concurrency; nothing here talks to the API server.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.api.constants import (
+    API_VERSION,
+    DEFAULT_PODSET_NAME,
+    JOB_MIN_PARALLELISM_ANNOTATION,
+    JOB_UID_LABEL,
+    MAX_EXEC_TIME_LABEL,
+    QUEUE_NAME_LABEL,
+    STOPPING_ANNOTATION,
+)
+from webhook.jobs.naming import job_workload_name
+from webhook.jobs.podset import PodSetInfo, inject, restore
+
+JSON = dict[str, Any]
+
+KIND = "Job"
+GROUP = "batch"
+# Labels the Job controller adds to the template; they identify one Job's pods and must not enter the Workload.
+_CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
+
+
+def queue_name(job: Mapping[str, Any]) -> str | None:
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    value = labels.get(QUEUE_NAME_LABEL)
+    return str(value) if value else None
+
+
+def is_suspended(job: Mapping[str, Any]) -> bool:
+    return bool((job.get("spec") or {}).get("suspend"))
+
+
+def finished(job: Mapping[str, Any]) -> tuple[bool, bool, str]:
+    """(finished, succeeded, message) from the Job's Complete/Failed conditions."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Complete":
+            return True, True, condition.get("message") or "Job finished successfully"
+        if condition.get("type") == "Failed":
+            return True, False, condition.get("message") or condition.get("reason") or "Job failed"
+    return False, False, ""
+
+
+def pod_count(job: Mapping[str, Any]) -> int:
+    """Pods that run at once: parallelism, capped by completions when set (Kueue's PodSet count)."""
+    spec = job.get("spec") or {}
+    parallelism = spec.get("parallelism")
+    parallelism = 1 if parallelism is None else int(parallelism)
+    completions = spec.get("completions")
+    return parallelism if completions is None else min(parallelism, int(completions))
+
+
+def podsets(job: Mapping[str, Any]) -> list[JSON]:
+    """The Workload's ``spec.podSets`` for this Job: one PodSet named ``main``."""
+    spec = job.get("spec") or {}
+    template = copy.deepcopy(spec.get("template") or {})
+    labels = (template.get("metadata") or {}).get("labels")
+    if labels:
+        for key in _CONTROLLER_UID_LABELS:
+            labels.pop(key, None)
+    podset: JSON = {"name": DEFAULT_PODSET_NAME, "count": pod_count(job), "template": template}
+    min_parallelism = ((job.get("metadata") or {}).get("annotations") or {}).get(JOB_MIN_PARALLELISM_ANNOTATION)
+    if min_parallelism is not None:
+        podset["minCount"] = int(min_parallelism)
+    return [podset]
+
+
+def max_execution_time(job: Mapping[str, Any]) -> int | None:
+    value = ((job.get("metadata") or {}).get("labels") or {}).get(MAX_EXEC_TIME_LABEL)
+    return int(value) if value is not None else None
+
+
+def workload_for(
+    job: Mapping[str, Any],
+    *,
+    priority: int,
+    priority_class_name: str | None = None,
+    priority_class_source: str = "",
+) -> JSON:
+    """The Workload that represents ``job``, owned by it (a controller owner reference)."""
+    meta = job["metadata"]
+    workload: JSON = {
+        "apiVersion": API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": job_workload_name(meta["namespace"], meta["name"]),
+            "namespace": meta["namespace"],
+            "labels": {JOB_UID_LABEL: meta["uid"]},
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": KIND,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"podSets": podsets(job), "priority": priority},
+    }
+    spec = workload["spec"]
+    if (queue := queue_name(job)) is not None:
+        spec["queueName"] = queue
+    if priority_class_name:
+        spec["priorityClassName"] = priority_class_name
+        spec["priorityClassSource"] = priority_class_source
+    if (seconds := max_execution_time(job)) is not None:
+        spec["maximumExecutionTimeSeconds"] = seconds
+    return workload
+
+
+def matches_workload(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+    """Whether ``workload`` still describes ``job`` (owner, pod count and template of a suspended job)."""
+    owners = (workload.get("metadata") or {}).get("ownerReferences") or []
+    uid = job["metadata"].get("uid")
+    if not any(o.get("uid") == uid and o.get("controller") for o in owners):
+        return False
+    wl_podsets = (workload.get("spec") or {}).get("podSets") or []
+    expected = podsets(job)
+    if len(wl_podsets) != 1:
+        return False
+    if wl_podsets[0].get("count") != expected[0]["count"]:
+        return False
+    # Once released, the template carries injected flavors; compare containers only, which admission never edits.
+    return bool(_containers(wl_podsets[0].get("template")) == _containers(expected[0]["template"]))
+
+
+def _containers(template: Any) -> Any:
+    spec = (template or {}).get("spec") or {}
+    return (spec.get("containers"), spec.get("initContainers"))
+
+
+def released(job: Mapping[str, Any], infos: Mapping[str, PodSetInfo], *, admitted_count: int | None = None) -> JSON:
+    """The Job unsuspended, with the admitted flavors injected into its template."""
+    result = copy.deepcopy(dict(job))
+    spec = result["spec"]
+    info = infos.get(DEFAULT_PODSET_NAME)
+    if info is not None:
+        spec["template"] = inject(spec.get("template") or {}, info)
+    if admitted_count is not None and admitted_count < pod_count(job):
+        # Partial admission: run only as many pods as were admitted.
+        spec["parallelism"] = admitted_count
+    spec["suspend"] = False
+    annotations = result["metadata"].get("annotations") or {}
+    annotations.pop(STOPPING_ANNOTATION, None)
+    return result
+
+
+def suspended(job: Mapping[str, Any]) -> JSON:
+    """Step 1 of stopping: the Job suspended and marked as stopping (its pods are being removed)."""
+    result = copy.deepcopy(dict(job))
+    result["spec"]["suspend"] = True
+    result["metadata"].setdefault("annotations", {})[STOPPING_ANNOTATION] = "true"
+    return result
+
+
+def restored(job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
+    """Step 2 of stopping (after ``status.startTime`` is cleared): the template and parallelism as recorded."""
+    result = copy.deepcopy(dict(job))
+    wl_podsets = (workload.get("spec") or {}).get("podSets") or []
+    if wl_podsets:
+        original = wl_podsets[0]
+        result["spec"]["template"] = restore(result["spec"].get("template") or {}, original.get("template") or {})
+        parallelism = result["spec"].get("parallelism")
+        if parallelism is not None and parallelism < original.get("count", parallelism):
+            result["spec"]["parallelism"] = original["count"]
+    annotations = result["metadata"].get("annotations") or {}
+    annotations.pop(STOPPING_ANNOTATION, None)
+    if not annotations:
+        result["metadata"].pop("annotations", None)
+    return result
