@@ -171,5 +171,8 @@ def new_client_cert(
 
 
 def new_private_key_pem() -> bytes:
-    """A bare private key (the API server signs service-account tokens with one)."""
-    return _key_pem(_new_key())
+    """A bare private key in SEC1 form ("EC PRIVATE KEY"): the API server signs service-account tokens with it
+    and reads the public half from the same file, which it does not accept in PKCS#8 form."""
+    return _new_key().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
