@@ -49,3 +49,20 @@ COND_FINISHED: Final = "Finished"
 # Priority class sources on v1beta1 Workloads.
 WORKLOAD_PRIORITY_CLASS_SOURCE: Final = "kueue.x-k8s.io/workloadpriorityclass"
 POD_PRIORITY_CLASS_SOURCE: Final = "scheduling.k8s.io/priorityclass"
+
+# Reasons of QuotaReserved=False on a pending Workload (Kueue v1beta2 UnadmittedWorkloadsObservability).
+REASON_QUOTA_RESERVED: Final = "QuotaReserved"
+REASON_PENDING: Final = "Pending"
+REASON_PENDING_EVALUATION: Final = "PendingEvaluation"
+REASON_WAITING_FOR_QUOTA: Final = "WaitingForQuota"
+REASON_NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"
+REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"
+REASON_WAITING_FOR_PREEMPTED_WORKLOADS: Final = "WaitingForPreemptedWorkloads"
+REASON_MISCONFIGURED: Final = "Misconfigured"
+REASON_SUSPENDED: Final = "Suspended"
+
+# Reasons of the Preempted condition on a victim.
+PREEMPTED_IN_CLUSTER_QUEUE: Final = "InClusterQueue"
+PREEMPTED_IN_COHORT_RECLAMATION: Final = "InCohortReclamation"
+PREEMPTED_IN_COHORT_RECLAIM_WHILE_BORROWING: Final = "InCohortReclaimWhileBorrowing"
+EVICTED_BY_PREEMPTION: Final = "Preempted"

@@ -1,0 +1,82 @@
+"""Reading raw API dicts (decoded JSON/YAML) into typed values, with errors that name the field.
+
+Owns: ``InvalidObject`` and the small typed accessors every parser in ``webhook.api`` uses.
+Must not: know any particular kind; each kind's parser lives in the module named after the kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+class InvalidObject(ValueError):
+    """A raw object that does not have the shape our schema requires; names the field path."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+
+
+def mapping(raw: object, path: str) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InvalidObject(path, f"expected an object, got {type(raw).__name__}")
+    return raw
+
+
+def items(raw: object, path: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidObject(path, f"expected a list, got {type(raw).__name__}")
+    return raw
+
+
+def string(raw: object, path: str, *, default: str | None = None) -> str:
+    if raw is None:
+        if default is None:
+            raise InvalidObject(path, "required")
+        return default
+    if not isinstance(raw, str):
+        raise InvalidObject(path, f"expected a string, got {type(raw).__name__}")
+    return raw
+
+
+def optional_string(raw: object, path: str) -> str | None:
+    return None if raw is None or raw == "" else string(raw, path)
+
+
+def integer(raw: object, path: str, *, default: int | None = None) -> int:
+    if raw is None:
+        if default is None:
+            raise InvalidObject(path, "required")
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise InvalidObject(path, f"expected an integer, got {raw!r}")
+    return raw
+
+
+def optional_integer(raw: object, path: str) -> int | None:
+    return None if raw is None else integer(raw, path)
+
+
+def boolean(raw: object, path: str, *, default: bool) -> bool:
+    if raw is None:
+        return default
+    if not isinstance(raw, bool):
+        raise InvalidObject(path, f"expected a boolean, got {raw!r}")
+    return raw
+
+
+def string_map(raw: object, path: str) -> dict[str, str]:
+    return {str(k): string(v, f"{path}.{k}") for k, v in mapping(raw, path).items()}
+
+
+def first_present(obj: Mapping[str, Any], *keys: str) -> Any:
+    """The first of several spellings of a field that is present: lets v1beta1 and v1beta2 share a parser."""
+    for key in keys:
+        if obj.get(key) is not None:
+            return obj[key]
+    return None
