@@ -1,0 +1,67 @@
+"""Descriptions of the resource kinds Turnstile reads and writes, and the URL paths they live at.
+
+Owns: ``Resource`` (group, version, plural, kind, scope, status subresource) and one constant per kind.
+Must not: do I/O. Path building is pure so the real client and tests share it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from webhook.api import constants
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    has_status: bool = False  # has a /status subresource: the main endpoint ignores status writes
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(self, *, namespace: str | None = None, name: str | None = None, subresource: str = "") -> str:
+        """The URL path of the collection (no name) or of one object, optionally across all namespaces.
+
+        A namespaced collection without a namespace is the cluster-wide list/watch endpoint.
+        """
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        parts = [root]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        elif not self.namespaced and namespace:
+            raise ValueError(f"{self} is cluster-scoped; got namespace {namespace!r}")
+        parts.append(self.plural)
+        if name is not None:
+            if not name:
+                raise ValueError(f"empty name for {self}")
+            parts.append(quote(name, safe=""))
+            if subresource:
+                parts.append(subresource)
+        elif subresource:
+            raise ValueError("a subresource needs an object name")
+        return "/".join(parts)
+
+
+JOB = Resource("batch", "v1", "jobs", "Job", namespaced=True, has_status=True)
+POD = Resource("", "v1", "pods", "Pod", namespaced=True, has_status=True)
+NAMESPACE = Resource("", "v1", "namespaces", "Namespace", namespaced=False, has_status=True)
+CONFIG_MAP = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
+EVENT = Resource("", "v1", "events", "Event", namespaced=True)
+PRIORITY_CLASS = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
+LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+
+_KUEUE = constants.GROUP, constants.VERSION
+RESOURCE_FLAVOR = Resource(*_KUEUE, "resourceflavors", "ResourceFlavor", namespaced=False)
+CLUSTER_QUEUE = Resource(*_KUEUE, "clusterqueues", "ClusterQueue", namespaced=False, has_status=True)
+LOCAL_QUEUE = Resource(*_KUEUE, "localqueues", "LocalQueue", namespaced=True, has_status=True)
+WORKLOAD = Resource(*_KUEUE, "workloads", "Workload", namespaced=True, has_status=True)
+WORKLOAD_PRIORITY_CLASS = Resource(*_KUEUE, "workloadpriorityclasses", "WorkloadPriorityClass", namespaced=False)
