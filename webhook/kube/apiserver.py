@@ -10,7 +10,7 @@ Why the generic ``ApiClient.call_api`` with ``_preload_content=False``: one code
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -207,7 +207,7 @@ class ApiServerKube:
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         query = [("watch", "true"), ("resourceVersion", resource_version)]
         query += _selectors(label_selector, field_selector)
         if allow_bookmarks:

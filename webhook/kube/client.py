@@ -14,7 +14,7 @@ Conventions shared by all methods:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from webhook.kube.objects import (
@@ -58,7 +58,7 @@ class Kube(Protocol):
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Changes after ``resource_version`` until the server ends the stream (``timeout_seconds``).
 
         Raises ``Gone`` when ``resource_version`` is too old (list again), ``Retryable`` when the

@@ -1,0 +1,310 @@
+"""``ClusterCache``: the one in-memory picture of the cluster that the webhook and the scheduler read.
+
+Owns: the objects informers deliver (one store per kind), a few indexes, the ``ClusterView`` answers the
+admission policies ask, and change notification (listeners, key queues, a change counter, per-object waits).
+Must not: talk to the API server or decide anything. Every mutation is a synchronous method, so a read and the
+write that depends on it can never be split by an ``await``.
+
+Objects handed out are the stored dicts themselves, shared, for speed: never mutate them; copy first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import NamedTuple
+
+from webhook.api import constants
+from webhook.controller.informer import ChangeType
+from webhook.controller.keyqueue import KeyQueue
+from webhook.kube import resources as r
+from webhook.kube.objects import Object, ObjectKey, key_of, labels_of
+from webhook.kube.resources import Resource
+
+KIND_KEY = tuple[Resource, ObjectKey]
+
+
+class Change(NamedTuple):
+    """One change to the cache: ``old`` is None when added, ``new`` is None when deleted."""
+
+    resource: Resource
+    key: ObjectKey
+    type: ChangeType
+    old: Object | None
+    new: Object | None
+
+
+Listener = Callable[[Change], None]
+
+
+def _version(obj: Object | None) -> int | None:
+    # resourceVersions are opaque by contract but etcd revisions in practice; compare only when numeric.
+    raw = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else None
+
+
+def _is_true(obj: Object, condition: str) -> bool:
+    return any(
+        c.get("type") == condition and c.get("status") == "True"
+        for c in ((obj.get("status") or {}).get("conditions") or [])
+    )
+
+
+class ClusterCache:
+    """Feeds: ``replace``/``apply`` (informers), ``observe`` (our own write results). Implements ClusterView."""
+
+    def __init__(self, resources: Iterable[Resource]) -> None:
+        self._stores: dict[Resource, dict[ObjectKey, Object]] = {res: {} for res in resources}
+        self._synced: set[Resource] = set()
+        self._synced_event = asyncio.Event()
+        self._workloads_by_owner: dict[str, set[ObjectKey]] = {}
+        self._listeners: list[Listener] = []
+        self._queues: list[tuple[frozenset[Resource] | None, KeyQueue[KIND_KEY]]] = []
+        self._object_waiters: dict[KIND_KEY, set[asyncio.Event]] = {}
+        self._changed = asyncio.Event()
+        self.generation = 0  # bumped on every change
+
+    # -- feeding (InformerSink) -----------------------------------------------------------------
+
+    def replace(self, resource: Resource, objects: list[Object]) -> None:
+        store = self._store(resource)
+        fresh = {key_of(obj): obj for obj in objects}
+        for key in [k for k in store if k not in fresh]:
+            self._set(resource, key, None)
+        for key, obj in fresh.items():
+            old = store.get(key)
+            if old is None or _version(old) != _version(obj) or old != obj:
+                self._set(resource, key, obj)
+        if resource not in self._synced:
+            self._synced.add(resource)
+            if self.synced():
+                self._synced_event.set()
+
+    def apply(self, resource: Resource, change: ChangeType, obj: Object) -> None:
+        key = key_of(obj)
+        old = self._store(resource).get(key)
+        if change == "DELETED":
+            self._set(resource, key, None)
+            return
+        stored, incoming = _version(old), _version(obj)
+        if stored is not None and incoming is not None and incoming <= stored:
+            return  # already know this or a newer version (e.g. through ``observe``)
+        self._set(resource, key, obj)
+
+    def observe(self, resource: Resource, obj: Object) -> bool:
+        """Take in an object a write of ours returned, unless a newer version is already known.
+
+        Lets the writer read its own writes at once instead of waiting for the watch. Returns True if taken.
+        """
+        old = self._store(resource).get(key_of(obj))
+        stored, incoming = _version(old), _version(obj)
+        if old is not None and (stored is None or incoming is None or incoming <= stored):
+            return False
+        self._set(resource, key_of(obj), obj)
+        return True
+
+    def forget(self, resource: Resource, key: ObjectKey) -> None:
+        """Drop an object a write of ours deleted, without waiting for the watch."""
+        self._set(resource, key, None)
+
+    def _store(self, resource: Resource) -> dict[ObjectKey, Object]:
+        try:
+            return self._stores[resource]
+        except KeyError:
+            raise KeyError(f"the cache does not hold {resource}") from None
+
+    def _set(self, resource: Resource, key: ObjectKey, obj: Object | None) -> None:
+        store = self._stores[resource]
+        old = store.get(key)
+        if old is None and obj is None:
+            return
+        if obj is None:
+            del store[key]
+        else:
+            store[key] = obj
+        if resource == r.WORKLOAD:
+            self._index_owner(key, old, obj)
+        kind: ChangeType = "ADDED" if old is None else "DELETED" if obj is None else "MODIFIED"
+        self._notify(Change(resource, key, kind, old, obj))
+
+    def _index_owner(self, key: ObjectKey, old: Object | None, new: Object | None) -> None:
+        for obj, add in ((old, False), (new, True)):
+            for ref in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
+                uid = ref.get("uid")
+                if not uid:
+                    continue
+                keys = self._workloads_by_owner.setdefault(uid, set())
+                if add:
+                    keys.add(key)
+                else:
+                    keys.discard(key)
+                    if not keys:
+                        del self._workloads_by_owner[uid]
+
+    # -- change notification --------------------------------------------------------------------
+
+    def _notify(self, change: Change) -> None:
+        self.generation += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
+        for listener in self._listeners:
+            listener(change)
+        for kinds, queue in self._queues:
+            if kinds is None or change.resource in kinds:
+                queue.put((change.resource, change.key))
+        for event in self._object_waiters.get((change.resource, change.key), ()):
+            event.set()
+
+    def add_listener(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` synchronously on every change (it must not block); returns the remover."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def subscribe(self, resources: Iterable[Resource] | None = None) -> KeyQueue[KIND_KEY]:
+        """A queue that receives ``(resource, key)`` of every changed object of these kinds (all if None)."""
+        queue: KeyQueue[KIND_KEY] = KeyQueue()
+        self._queues.append((None if resources is None else frozenset(resources), queue))
+        return queue
+
+    def unsubscribe(self, queue: KeyQueue[KIND_KEY]) -> None:
+        self._queues = [(kinds, q) for kinds, q in self._queues if q is not queue]
+
+    async def wait_changed(self, after: int) -> int:
+        """Wait until ``generation`` exceeds ``after``; returns the new generation.
+
+        Pattern: ``seen = cache.generation; ...work...; seen = await cache.wait_changed(seen)``.
+        """
+        while self.generation <= after:
+            await self._changed.wait()
+        return self.generation
+
+    async def wait_for(
+        self,
+        resource: Resource,
+        key: ObjectKey,
+        predicate: Callable[[Object | None], bool],
+    ) -> Object | None:
+        """Wait until ``predicate`` holds for that object (None while absent); returns it. Wrap in a timeout."""
+        event = asyncio.Event()
+        waiters = self._object_waiters.setdefault((resource, key), set())
+        waiters.add(event)
+        try:
+            while not predicate(current := self._store(resource).get(key)):
+                event.clear()
+                await event.wait()
+            return current
+        finally:
+            waiters.discard(event)
+            if not waiters:
+                self._object_waiters.pop((resource, key), None)
+
+    async def wait_synced(self) -> None:
+        await self._synced_event.wait()
+
+    # -- generic reads --------------------------------------------------------------------------
+
+    def get(self, resource: Resource, key: ObjectKey) -> Object | None:
+        return self._store(resource).get(key)
+
+    def items(self, resource: Resource, namespace: str | None = None) -> Iterator[Object]:
+        store = self._store(resource)
+        if namespace is None:
+            return iter(list(store.values()))
+        return iter([obj for key, obj in store.items() if key.namespace == namespace])
+
+    def count(self, resource: Resource) -> int:
+        return len(self._store(resource))
+
+    def is_synced(self, resource: Resource) -> bool:
+        return resource in self._synced
+
+    # -- typed accessors ------------------------------------------------------------------------
+
+    def job(self, namespace: str, name: str) -> Object | None:
+        return self.get(r.JOB, ObjectKey(namespace, name))
+
+    def jobs(self, namespace: str | None = None) -> list[Object]:
+        return list(self.items(r.JOB, namespace))
+
+    def pod(self, namespace: str, name: str) -> Object | None:
+        return self.get(r.POD, ObjectKey(namespace, name))
+
+    def pods(self, namespace: str | None = None) -> list[Object]:
+        return list(self.items(r.POD, namespace))
+
+    def pod_group(self, namespace: str, group: str) -> list[Object]:
+        """The managed pods of one pod group (label ``kueue.x-k8s.io/pod-group-name``)."""
+        return [p for p in self.items(r.POD, namespace) if labels_of(p).get(constants.POD_GROUP_NAME_LABEL) == group]
+
+    def workload(self, namespace: str, name: str) -> Object | None:
+        return self.get(r.WORKLOAD, ObjectKey(namespace, name))
+
+    def workloads(self, namespace: str | None = None) -> list[Object]:
+        return list(self.items(r.WORKLOAD, namespace))
+
+    def workloads_owned_by(self, uid: str) -> list[Object]:
+        """Workloads whose ownerReferences name this uid (a Job's, a Pod's)."""
+        store = self._store(r.WORKLOAD)
+        return [store[key] for key in sorted(self._workloads_by_owner.get(uid, ())) if key in store]
+
+    def cluster_queue(self, name: str) -> Object | None:
+        return self.get(r.CLUSTER_QUEUE, ObjectKey("", name))
+
+    def cluster_queues(self) -> list[Object]:
+        return list(self.items(r.CLUSTER_QUEUE))
+
+    def local_queue(self, namespace: str, name: str) -> Object | None:
+        return self.get(r.LOCAL_QUEUE, ObjectKey(namespace, name))
+
+    def local_queues(self, namespace: str | None = None) -> list[Object]:
+        return list(self.items(r.LOCAL_QUEUE, namespace))
+
+    def resource_flavor(self, name: str) -> Object | None:
+        return self.get(r.RESOURCE_FLAVOR, ObjectKey("", name))
+
+    def resource_flavors(self) -> list[Object]:
+        return list(self.items(r.RESOURCE_FLAVOR))
+
+    def workload_priority_class(self, name: str) -> Object | None:
+        return self.get(r.WORKLOAD_PRIORITY_CLASS, ObjectKey("", name))
+
+    def workload_priority_classes(self) -> list[Object]:
+        return list(self.items(r.WORKLOAD_PRIORITY_CLASS))
+
+    def priority_class(self, name: str) -> Object | None:
+        return self.get(r.PRIORITY_CLASS, ObjectKey("", name))
+
+    def priority_classes(self) -> list[Object]:
+        return list(self.items(r.PRIORITY_CLASS))
+
+    def namespace(self, name: str) -> Object | None:
+        return self.get(r.NAMESPACE, ObjectKey("", name))
+
+    # -- ClusterView (webhook.admission.view) ---------------------------------------------------
+
+    def synced(self) -> bool:
+        return len(self._synced) == len(self._stores)
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        ns = self.namespace(name)
+        return None if ns is None else labels_of(ns)
+
+    def has_local_queue(self, namespace: str, name: str) -> bool:
+        return self.local_queue(namespace, name) is not None
+
+    def has_workload_priority_class(self, name: str) -> bool:
+        return self.workload_priority_class(name) is not None
+
+    def workload_is_admitted(self, namespace: str, name: str) -> bool:
+        wl = self.workload(namespace, name)
+        if wl is None:
+            return False
+        if _is_true(wl, constants.COND_ADMITTED):
+            return True
+        # Kueue sets Admitted once every admission check is Ready; with no checks, a reservation is admission.
+        status = wl.get("status") or {}
+        return (
+            _is_true(wl, constants.COND_QUOTA_RESERVED)
+            and bool(status.get("admission"))
+            and not status.get("admissionChecks")
+        )

@@ -1,0 +1,160 @@
+"""One resource kind kept in step with the API server: list, then watch, forever.
+
+Owns: ``WatchSpec`` (what to watch) and ``Informer`` (resourceVersion tracking, bookmarks, re-list on
+``Gone``, reconnect with capped jittered backoff, the ``synced`` flag). It hands every list and change to an
+``InformerSink`` (the cache) through synchronous calls, so the sink updates its state atomically.
+Must not: interpret objects; it only moves them.
+
+Errors: any ``KubeError`` is retried (a CRD not yet installed or RBAC not yet granted heals later, as in
+client-go's reflector) and logged; anything else is a bug and ends ``run()``, which the supervisor reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from webhook.controller.backoff import Backoff
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.objects import Object, resource_version_of
+from webhook.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+ChangeType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """A kind and the server-side filter of the objects wanted (all namespaces unless ``namespace``)."""
+
+    resource: Resource
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+
+    def __str__(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        selector = f" [{self.label_selector}]" if self.label_selector else ""
+        return f"{self.resource}{where}{selector}"
+
+
+class InformerSink(Protocol):
+    def replace(self, resource: Resource, objects: list[Object]) -> None:
+        """Everything that exists now (after a list); anything else known for ``resource`` is gone."""
+        ...
+
+    def apply(self, resource: Resource, change: ChangeType, obj: Object) -> None:
+        """One change seen on the watch."""
+        ...
+
+
+class Informer:
+    def __init__(
+        self,
+        kube: Kube,
+        spec: WatchSpec,
+        sink: InformerSink,
+        *,
+        backoff: Backoff | None = None,
+        watch_timeout: tuple[int, int] = (300, 600),
+        rng: random.Random | None = None,
+    ) -> None:
+        self.spec = spec
+        self._kube = kube
+        self._sink = sink
+        self._backoff = backoff or Backoff()
+        # Like client-go, vary each watch's server-side timeout so many watches don't reconnect together.
+        self._watch_timeout = watch_timeout
+        self._rng = rng or random.Random()
+        self._synced = asyncio.Event()
+        self.resource_version = ""
+        # Counters for tests, logs and metrics.
+        self.lists = 0
+        self.watches = 0
+        self.events = 0
+        self.failures = 0
+
+    @property
+    def synced(self) -> bool:
+        """True once the first list has reached the sink; stays true across re-lists."""
+        return self._synced.is_set()
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        while True:
+            try:
+                if not self.resource_version:
+                    await self._list()
+                seen = await self._watch()
+            except errors.Gone as e:
+                # The version we hold was compacted away: only a fresh list can tell what changed.
+                log.info("%s: %s; listing again", self.spec, e.message)
+                self.resource_version = ""
+                if self.lists and self.watches == 0:
+                    await self._pause(e)  # the list itself keeps expiring: don't spin
+                continue
+            except errors.KubeError as e:
+                await self._pause(e)
+                continue
+            if seen == 0:
+                # A watch that ended without a single event (not even a bookmark) is suspicious: slow down.
+                await asyncio.sleep(self._backoff.next())
+
+    async def _pause(self, error: errors.KubeError) -> None:
+        self.failures += 1
+        delay = self._backoff.next()
+        level = logging.WARNING if isinstance(error, errors.Retryable) else logging.ERROR
+        log.log(level, "%s: %s; retrying in %.1fs", self.spec, error.message, delay)
+        await asyncio.sleep(delay)
+
+    async def _list(self) -> None:
+        spec = self.spec
+        listed = await self._kube.list(
+            spec.resource,
+            namespace=spec.namespace,
+            label_selector=spec.label_selector,
+            field_selector=spec.field_selector,
+        )
+        self._sink.replace(spec.resource, listed.items)
+        self.resource_version = listed.resource_version
+        self.lists += 1
+        self.watches = 0
+        self._backoff.reset()
+        if not self._synced.is_set():
+            log.info("%s: synced with %d objects", spec, len(listed.items))
+            self._synced.set()
+
+    async def _watch(self) -> int:
+        """Follow one watch stream to its end; returns how many events it carried."""
+        spec = self.spec
+        seen = 0
+        self.watches += 1
+        stream = self._kube.watch(
+            spec.resource,
+            resource_version=self.resource_version,
+            namespace=spec.namespace,
+            label_selector=spec.label_selector,
+            field_selector=spec.field_selector,
+            timeout_seconds=self._rng.randint(*self._watch_timeout),
+            allow_bookmarks=True,
+        )
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                seen += 1
+                self.events += 1
+                if event.type != "BOOKMARK":
+                    self._sink.apply(spec.resource, event.type, event.object)
+                version = resource_version_of(event.object)
+                if version:
+                    self.resource_version = version
+                self._backoff.reset()
+        return seen
