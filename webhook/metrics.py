@@ -1,0 +1,385 @@
+"""Prometheus metrics: Kueue's names and labels where the concept is shared, plus the webhook's own.
+
+Owns: ``Metrics`` (one ``CollectorRegistry`` per instance, never the global one), the plain-argument methods the
+reconciler and the webhook call on their hot paths, and the aiohttp app that serves ``/metrics`` on its own port.
+Must not: decide anything, read the API server, or keep module-level state (two ``Metrics`` never share series).
+
+Every series carries ``replica_role`` (leader | follower | standalone) like Kueue's, so a dashboard can sum the
+leader's queue gauges without double counting followers. Gauges about queues are the leader's view: when the role
+changes they are dropped and the new leader publishes its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Final, Literal, TypeVar
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+ReplicaRole = Literal["leader", "follower", "standalone"]
+AttemptResult = Literal["success", "inadmissible"]
+ClusterQueueStatus = Literal["pending", "active", "terminated"]
+
+_CLUSTER_QUEUE_STATUSES: Final[tuple[ClusterQueueStatus, ...]] = ("pending", "active", "terminated")
+_ROLE: Final = "replica_role"
+_INF: Final = float("inf")
+_M = TypeVar("_M", Counter, Gauge, Histogram)
+
+
+def _kueue_wait_buckets(n: int) -> tuple[float, ...]:
+    # Kueue's generateExponentialBuckets: 1, then 2.5 * 2^k (2.5, 5, 10, ...), n buckets in all.
+    return (1.0, *(2.5 * 2**k for k in range(n - 1)))
+
+
+WAIT_BUCKETS: Final = _kueue_wait_buckets(14)
+# A scheduling attempt is CPU work on a snapshot: milliseconds, rarely seconds.
+ATTEMPT_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Admission answers from memory: most land well under a millisecond, the apiserver gives up at timeoutSeconds.
+WEBHOOK_BUCKETS: Final = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
+
+
+class Metrics:
+    """All of Turnstile's metrics in one registry. Cheap to update: a label lookup and an add."""
+
+    def __init__(
+        self,
+        *,
+        replica_role: ReplicaRole = "standalone",
+        version: str = "",
+        git_commit: str = "",
+        build_date: str = "",
+    ) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._role: ReplicaRole = replica_role
+        r = self.registry
+        cq = ("cluster_queue", _ROLE)
+        quota = ("cohort", "cluster_queue", "flavor", "resource", _ROLE)
+
+        # -- health of the scheduler ------------------------------------------------------------
+        self._attempts = Counter(
+            "kueue_admission_attempts_total",
+            "Admission attempts by result: success (something admitted) or inadmissible (nothing admitted).",
+            ("result", _ROLE),
+            registry=r,
+        )
+        self._attempt_duration = Histogram(
+            "kueue_admission_attempt_duration_seconds",
+            "Latency of an admission attempt, by result.",
+            ("result", _ROLE),
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
+        self._build_info = Gauge(
+            "kueue_build_info",
+            "Build information; the value is always 1.",
+            ("git_version", "git_commit", "build_date", "python_version", "platform", _ROLE),
+            registry=r,
+        )
+        self._build_labels = (
+            version,
+            git_commit,
+            build_date,
+            platform.python_version(),
+            f"{sys.platform}/{platform.machine()}",
+        )
+
+        # -- ClusterQueue gauges (the leader's view) ----------------------------------------------
+        self._pending = Gauge(
+            "kueue_pending_workloads",
+            "Pending workloads per ClusterQueue; status active = in the queue, inadmissible = set aside until "
+            "something changes.",
+            ("cluster_queue", "status", _ROLE),
+            registry=r,
+        )
+        self._reserving = Gauge(
+            "kueue_reserving_active_workloads",
+            "Workloads holding a quota reservation, per ClusterQueue.",
+            cq,
+            registry=r,
+        )
+        self._admitted_active = Gauge(
+            "kueue_admitted_active_workloads",
+            "Admitted workloads that have not finished, per ClusterQueue.",
+            cq,
+            registry=r,
+        )
+        self._cq_status = Gauge(
+            "kueue_cluster_queue_status",
+            "1 for the ClusterQueue's current status (pending, active or terminated), 0 for the others.",
+            ("cluster_queue", "status", _ROLE),
+            registry=r,
+        )
+        self._usage = Gauge(
+            "kueue_cluster_queue_resource_usage",
+            "Quota used by admitted workloads, per ClusterQueue, flavor and resource.",
+            quota,
+            registry=r,
+        )
+        self._reservation = Gauge(
+            "kueue_cluster_queue_resource_reservation",
+            "Quota reserved (admitted or about to be), per ClusterQueue, flavor and resource.",
+            quota,
+            registry=r,
+        )
+        self._nominal = Gauge(
+            "kueue_cluster_queue_nominal_quota",
+            "Nominal quota per ClusterQueue, flavor and resource.",
+            quota,
+            registry=r,
+        )
+        self._borrowing = Gauge(
+            "kueue_cluster_queue_borrowing_limit",
+            "Borrowing limit per ClusterQueue, flavor and resource; +Inf when unlimited.",
+            quota,
+            registry=r,
+        )
+        self._lending = Gauge(
+            "kueue_cluster_queue_lending_limit",
+            "Lending limit per ClusterQueue, flavor and resource; +Inf when unlimited.",
+            quota,
+            registry=r,
+        )
+
+        # -- ClusterQueue counters and wait times -------------------------------------------------
+        self._quota_reserved_total = Counter(
+            "kueue_quota_reserved_workloads_total", "Workloads that got a quota reservation.", cq, registry=r
+        )
+        self._admitted_total = Counter("kueue_admitted_workloads_total", "Workloads admitted.", cq, registry=r)
+        self._finished_total = Counter("kueue_finished_workloads_total", "Workloads finished.", cq, registry=r)
+        self._evicted_total = Counter(
+            "kueue_evicted_workloads_total",
+            "Workloads evicted, by reason (Preempted, PodsReadyTimeout, Deactivated, ClusterQueueStopped, ...).",
+            ("cluster_queue", "reason", _ROLE),
+            registry=r,
+        )
+        self._preempted_total = Counter(
+            "kueue_preempted_workloads_total",
+            "Workloads preempted, by the ClusterQueue of the preemptor and the reason.",
+            ("preempting_cluster_queue", "reason", _ROLE),
+            registry=r,
+        )
+        self._quota_wait = Histogram(
+            "kueue_quota_reserved_wait_time_seconds",
+            "Time from creation (or the last requeue) to quota reservation.",
+            cq,
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
+        self._admission_wait = Histogram(
+            "kueue_admission_wait_time_seconds",
+            "Time from creation (or the last requeue) to admission.",
+            cq,
+            buckets=WAIT_BUCKETS,
+            registry=r,
+        )
+
+        # -- the webhook ------------------------------------------------------------------------
+        self._webhook_requests = Counter(
+            "turnstile_webhook_requests_total",
+            "Admission requests answered, by path and HTTP status code.",
+            ("path", "code", _ROLE),
+            registry=r,
+        )
+        self._webhook_duration = Histogram(
+            "turnstile_webhook_request_duration_seconds",
+            "Time to answer an admission request, by path.",
+            ("path", _ROLE),
+            buckets=WEBHOOK_BUCKETS,
+            registry=r,
+        )
+        self._webhook_errors = Counter(
+            "turnstile_webhook_errors_total",
+            "Admission requests that failed (malformed review, internal error, cache not ready), by reason.",
+            ("path", "reason", _ROLE),
+            registry=r,
+        )
+
+        self._gauges: tuple[Gauge, ...] = (
+            self._pending,
+            self._reserving,
+            self._admitted_active,
+            self._cq_status,
+            self._usage,
+            self._reservation,
+            self._nominal,
+            self._borrowing,
+            self._lending,
+        )
+        # Label values each ClusterQueue has published, so a deleted queue leaves no series behind.
+        self._series: dict[str, set[tuple[Counter | Gauge | Histogram, tuple[str, ...]]]] = {}
+        self._build_info.labels(*self._build_labels, self._role).set(1)
+
+    # -- role ---------------------------------------------------------------------------------------
+
+    @property
+    def replica_role(self) -> ReplicaRole:
+        return self._role
+
+    def set_replica_role(self, role: ReplicaRole) -> None:
+        """Called on winning or losing the Lease. Queue gauges of the old role are dropped, counters kept."""
+        if role == self._role:
+            return
+        self._role = role
+        for gauge in self._gauges:
+            gauge.clear()
+        self._series = {cq: {s for s in series if not isinstance(s[0], Gauge)} for cq, series in self._series.items()}
+        self._build_info.clear()
+        self._build_info.labels(*self._build_labels, role).set(1)
+
+    # -- scheduler ------------------------------------------------------------------------------------
+
+    def admission_attempt(self, result: AttemptResult, seconds: float) -> None:
+        """One scheduling cycle: ``success`` if it admitted at least one workload."""
+        self._attempts.labels(result, self._role).inc()
+        self._attempt_duration.labels(result, self._role).observe(seconds)
+
+    def quota_reserved(self, cluster_queue: str, wait_seconds: float) -> None:
+        self._record(cluster_queue, self._quota_reserved_total).inc()
+        self._record(cluster_queue, self._quota_wait).observe(wait_seconds)
+
+    def workload_admitted(self, cluster_queue: str, wait_seconds: float) -> None:
+        self._record(cluster_queue, self._admitted_total).inc()
+        self._record(cluster_queue, self._admission_wait).observe(wait_seconds)
+
+    def workload_finished(self, cluster_queue: str) -> None:
+        self._record(cluster_queue, self._finished_total).inc()
+
+    def workload_evicted(self, cluster_queue: str, reason: str) -> None:
+        self._record(cluster_queue, self._evicted_total, reason).inc()
+
+    def workload_preempted(self, preempting_cluster_queue: str, reason: str) -> None:
+        """A victim was preempted; ``reason`` is the Preempted condition's (InClusterQueue, InCohortReclamation...)."""
+        self._record(preempting_cluster_queue, self._preempted_total, reason).inc()
+
+    def set_pending(self, cluster_queue: str, active: int, inadmissible: int) -> None:
+        self._record(cluster_queue, self._pending, "active").set(active)
+        self._record(cluster_queue, self._pending, "inadmissible").set(inadmissible)
+
+    def set_active_workloads(self, cluster_queue: str, *, reserving: int, admitted: int) -> None:
+        self._record(cluster_queue, self._reserving).set(reserving)
+        self._record(cluster_queue, self._admitted_active).set(admitted)
+
+    def set_cluster_queue_status(self, cluster_queue: str, status: ClusterQueueStatus) -> None:
+        for candidate in _CLUSTER_QUEUE_STATUSES:
+            self._record(cluster_queue, self._cq_status, candidate).set(1 if candidate == status else 0)
+
+    def set_cluster_queue_quota(
+        self,
+        cluster_queue: str,
+        *,
+        flavor: str,
+        resource: str,
+        nominal: float,
+        borrowing_limit: float | None = None,
+        lending_limit: float | None = None,
+        cohort: str = "",
+    ) -> None:
+        """Quota in the resource's base unit (cores, bytes, count). A limit of None is unlimited (+Inf)."""
+        labels = (cohort, cluster_queue, flavor, resource)
+        self._record_quota(cluster_queue, self._nominal, labels).set(nominal)
+        self._record_quota(cluster_queue, self._borrowing, labels).set(
+            _INF if borrowing_limit is None else borrowing_limit
+        )
+        self._record_quota(cluster_queue, self._lending, labels).set(_INF if lending_limit is None else lending_limit)
+
+    def set_cluster_queue_usage(
+        self,
+        cluster_queue: str,
+        *,
+        flavor: str,
+        resource: str,
+        reserved: float,
+        used: float,
+        cohort: str = "",
+    ) -> None:
+        """``reserved``: quota held by workloads with a reservation; ``used``: by admitted workloads."""
+        labels = (cohort, cluster_queue, flavor, resource)
+        self._record_quota(cluster_queue, self._reservation, labels).set(reserved)
+        self._record_quota(cluster_queue, self._usage, labels).set(used)
+
+    def forget_cluster_queue(self, cluster_queue: str) -> None:
+        """Remove every series of a deleted ClusterQueue."""
+        for metric, labels in self._series.pop(cluster_queue, ()):
+            with contextlib.suppress(KeyError):  # already gone: cleared by a role change
+                metric.remove(*labels)
+
+    # -- webhook --------------------------------------------------------------------------------------
+
+    def observe_webhook(self, path: str, code: int, seconds: float) -> None:
+        """One admission request answered. ``path`` is the route (``/mutate-batch-v1-job``), never a query."""
+        self._webhook_requests.labels(path, str(code), self._role).inc()
+        self._webhook_duration.labels(path, self._role).observe(seconds)
+
+    def webhook_error(self, path: str, reason: str) -> None:
+        """``reason`` is a short fixed word (``malformed``, ``internal``, ``not-ready``): keep cardinality bounded."""
+        self._webhook_errors.labels(path, reason, self._role).inc()
+
+    # -- exposition -----------------------------------------------------------------------------------
+
+    def render(self) -> bytes:
+        """The registry in Prometheus text format."""
+        return generate_latest(self.registry)
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    def _record(self, cluster_queue: str, metric: _M, *extra: str) -> _M:
+        labels = (cluster_queue, *extra, self._role)
+        self._series.setdefault(cluster_queue, set()).add((metric, labels))
+        return metric.labels(*labels)
+
+    def _record_quota(self, cluster_queue: str, metric: Gauge, labels: tuple[str, ...]) -> Gauge:
+        full = (*labels, self._role)
+        self._series.setdefault(cluster_queue, set()).add((metric, full))
+        return metric.labels(*full)
+
+
+_METRICS_KEY: Final = web.AppKey("metrics", Metrics)
+
+
+async def _serve_metrics(request: web.Request) -> web.Response:
+    body = request.app[_METRICS_KEY].render()
+    # aiohttp refuses a charset inside content_type=, so the header is set whole.
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def metrics_app(metrics: Metrics) -> web.Application:
+    """An app serving ``GET /metrics``, meant for its own port (plain HTTP, scraped inside the cluster)."""
+    app = web.Application()
+    app[_METRICS_KEY] = metrics
+    app.router.add_get("/metrics", _serve_metrics)
+    return app
+
+
+@asynccontextmanager
+async def serving(metrics: Metrics, *, host: str = "0.0.0.0", port: int = 8080) -> AsyncIterator[int]:
+    """Serve ``/metrics`` until the block ends; yields the bound port (useful with ``port=0``)."""
+    runner = web.AppRunner(metrics_app(metrics), access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+        yield int(runner.addresses[0][1])
+    finally:
+        await runner.cleanup()
