@@ -22,6 +22,47 @@ def _cluster(args: argparse.Namespace) -> int:
     return localcluster.cli_status(Path(args.state_dir))
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from webhook import server
+
+    cert_dir = Path(args.cert_dir) if args.cert_dir else None
+    cert = Path(args.tls_cert) if args.tls_cert else (cert_dir / "tls.crt" if cert_dir else None)
+    key = Path(args.tls_key) if args.tls_key else (cert_dir / "tls.key" if cert_dir else None)
+    return server.run_from_cli(
+        config_file=Path(args.config) if args.config else None,
+        cert_file=cert,
+        key_file=key,
+        host=args.host,
+        port=args.port,
+    )
+
+
+def _certs(args: argparse.Namespace) -> int:
+    import base64
+
+    import yaml
+
+    from webhook import tls
+    from webhook.admission import registration
+
+    directory = Path(args.dir)
+    hosts = args.host or tls.default_hosts(args.service, args.namespace)
+    written = tls.issue_webhook_certificates(directory, hosts, renew_ca=args.renew_ca)
+    bundle = base64.b64encode(written.ca_pem).decode("ascii")
+    (directory / "ca-bundle.b64").write_text(bundle + "\n")
+    if args.manifests:
+        target = Path(args.manifests)
+        service = registration.ServiceRef(name=args.service, namespace=args.namespace)
+        configs = registration.render_webhook_configurations(ca_bundle=written.ca_pem, service=service)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "webhooks.yaml").write_text(yaml.safe_dump_all(configs, sort_keys=False))
+        (target / "tls.crt").write_bytes(written.cert_file.read_bytes())
+        (target / "tls.key").touch(mode=0o600)
+        (target / "tls.key").write_bytes(written.key_file.read_bytes())
+    print(bundle)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turnstile", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -30,6 +71,28 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("action", choices=["up", "down", "status"])
     cluster.add_argument("--state-dir", default=".turnstile", help="where the cluster keeps its data")
     cluster.set_defaults(func=_cluster)
+
+    serve = sub.add_parser("serve", help="serve the admission webhooks over HTTPS")
+    serve.add_argument("--config", help="Turnstile configuration file (YAML, Kueue's Configuration shape)")
+    serve.add_argument("--cert-dir", help="directory holding tls.crt and tls.key (default: webhook.certDir)")
+    serve.add_argument("--tls-cert", help="serving certificate file (overrides --cert-dir)")
+    serve.add_argument("--tls-key", help="serving key file (overrides --cert-dir)")
+    serve.add_argument("--host", help="address to listen on (default: webhook.host, all interfaces)")
+    serve.add_argument("--port", type=int, help="port to listen on (default: webhook.port, 9443)")
+    serve.add_argument("--kubeconfig", help="kubeconfig of the cluster whose objects the webhook watches")
+    serve.set_defaults(func=_serve)
+
+    certs = sub.add_parser("certs", help="write a CA and a webhook serving certificate; print the caBundle")
+    certs.add_argument("--dir", default="certs", help="where to write ca.crt, ca.key, tls.crt, tls.key")
+    certs.add_argument("--host", action="append", help="DNS name or IP of the certificate (repeatable)")
+    certs.add_argument("--service", default="turnstile-webhook-service", help="the webhook Service's name")
+    certs.add_argument("--namespace", default="turnstile-system", help="Turnstile's namespace")
+    certs.add_argument("--renew-ca", action="store_true", help="replace the CA too (changes the caBundle)")
+    certs.add_argument(
+        "--manifests",
+        help="also write webhooks.yaml (with caBundle) and the pair here, e.g. manifests/webhook/self-managed",
+    )
+    certs.set_defaults(func=_certs)
     return parser
 
 

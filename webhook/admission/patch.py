@@ -1,0 +1,98 @@
+"""Building RFC 6902 JSON patches against the object the API server sent, one intent at a time.
+
+A ``Patch`` knows the original object, so it emits ``add`` for what is missing (creating parent maps and lists
+in the same operation) and nothing for values already in place: applying the same intents to an already
+mutated object yields an empty patch, which makes reinvocation idempotent. Must not: decide what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.admission import objects
+
+
+def escape(token: str) -> str:
+    """A JSON Pointer reference token (RFC 6901): ``~`` → ``~0``, ``/`` → ``~1``."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def pointer(path: tuple[str, ...]) -> str:
+    return "".join("/" + escape(p) for p in path)
+
+
+class Patch:
+    def __init__(self, obj: Mapping[str, Any]) -> None:
+        self._obj = obj
+        self._ops: list[dict[str, Any]] = []
+        # Maps and lists this patch itself adds: later intents write into them instead of adding ops.
+        self._created: dict[tuple[str, ...], Any] = {}
+
+    @property
+    def ops(self) -> list[dict[str, Any]]:
+        return self._ops
+
+    def _existing(self, path: tuple[str, ...]) -> Any:
+        if path in self._created:
+            return self._created[path]
+        parent = objects.mapping(self._obj, *path[:-1])
+        return parent.get(path[-1])
+
+    def _ensure_map(self, path: tuple[str, ...]) -> dict[str, Any] | None:
+        """Returns the map this patch creates at ``path`` (to write into), or None when the object has it."""
+        if path in self._created:
+            created: dict[str, Any] = self._created[path]
+            return created
+        if objects.mapping(self._obj, *path[:-1]).get(path[-1]) is not None:
+            return None
+        # Find the first missing key; everything below it is added as one nested value.
+        depth = 1
+        while self._existing(path[:depth]) is not None:
+            depth += 1
+        top: dict[str, Any] = {}
+        self._created[path[:depth]] = top
+        self._ops.append({"op": "add", "path": pointer(path[:depth]), "value": top})
+        inner = top
+        for end in range(depth + 1, len(path) + 1):
+            nested: dict[str, Any] = {}
+            inner[path[end - 1]] = nested
+            self._created[path[:end]] = nested
+            inner = nested
+        return inner
+
+    def set_entry(self, map_path: tuple[str, ...], key: str, value: str) -> None:
+        """``map_path[key] = value`` (labels, annotations)."""
+        current = objects.string_map(self._obj, *map_path).get(key) if map_path not in self._created else None
+        created = self._ensure_map(map_path)
+        if created is not None:
+            created[key] = value
+            return
+        if current == value:
+            return
+        op = "replace" if current is not None else "add"
+        self._ops.append({"op": op, "path": pointer((*map_path, key)), "value": value})
+
+    def set_field(self, path: tuple[str, ...], value: Any) -> None:
+        """``path = value`` for a scalar field whose parent object exists (e.g. ``spec.suspend``)."""
+        parent = objects.mapping(self._obj, *path[:-1])
+        if path[-1] in parent and parent[path[-1]] == value:
+            return
+        op = "replace" if path[-1] in parent else "add"
+        self._ops.append({"op": op, "path": pointer(path), "value": value})
+
+    def append_unique(self, list_path: tuple[str, ...], item: Any) -> None:
+        """Appends ``item`` to the list at ``list_path`` unless an equal item is there (gates, finalizers)."""
+        if list_path in self._created:
+            if item not in self._created[list_path]:
+                self._created[list_path].append(item)
+            return
+        current = objects.sequence(self._obj, *list_path)
+        if item in current:
+            return
+        if objects.mapping(self._obj, *list_path[:-1]).get(list_path[-1]) is None:
+            created = [item]
+            self._created[list_path] = created
+            self._ops.append({"op": "add", "path": pointer(list_path), "value": created})
+            return
+        self._ops.append({"op": "add", "path": pointer(list_path) + "/-", "value": item})

@@ -1,0 +1,191 @@
+"""AdmissionReview ``admission.k8s.io/v1``: decoding a request body and encoding a response body.
+
+Decoding checks the envelope the API server promises (apiVersion, kind, a request with a uid, kind, operation
+and objects of the right shapes) and raises ``MalformedReview`` for anything else; the route turns that into
+HTTP 400 with the reason. Encoding follows what the API server verifies: the uid echoed, the exact
+apiVersion/kind, a base64 JSONPatch with ``patchType: JSONPatch`` only on mutating responses, never a patch on
+validating ones. Must not: apply any policy.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict
+
+import orjson
+
+from webhook.admission.verdict import Verdict
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+# A uid is a UUID (36 characters); anything much longer is not from an API server.
+_MAX_UID = 128
+# Warnings longer than this may be truncated by clients (API server's guidance: keep under 120, never over 256).
+_MAX_WARNING = 256
+
+
+class MalformedReview(ValueError):
+    """The body is not an AdmissionReview v1 request we can answer; ``reason`` says why (sent back with 400)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# Wire shapes (what the API server sends and expects back).
+class GroupVersionKindWire(TypedDict):
+    group: str
+    version: str
+    kind: str
+
+
+class UserInfoWire(TypedDict, total=False):
+    username: str
+    uid: str
+    groups: list[str]
+
+
+class AdmissionRequestWire(TypedDict):
+    uid: str
+    kind: GroupVersionKindWire
+    resource: NotRequired[dict[str, str]]
+    subResource: NotRequired[str]
+    name: NotRequired[str]
+    namespace: NotRequired[str]
+    operation: str
+    userInfo: NotRequired[UserInfoWire]
+    object: NotRequired[dict[str, Any] | None]
+    oldObject: NotRequired[dict[str, Any] | None]
+    dryRun: NotRequired[bool]
+
+
+class StatusWire(TypedDict, total=False):
+    code: int
+    message: str
+
+
+class AdmissionResponseWire(TypedDict):
+    uid: str
+    allowed: bool
+    status: NotRequired[StatusWire]
+    patch: NotRequired[str]
+    patchType: NotRequired[Literal["JSONPatch"]]
+    warnings: NotRequired[list[str]]
+
+
+class AdmissionReviewWire(TypedDict):
+    apiVersion: str
+    kind: str
+    response: AdmissionResponseWire
+
+
+@dataclass(frozen=True)
+class Request:
+    """The parts of an AdmissionRequest the policies read, checked for shape."""
+
+    uid: str
+    group: str
+    version: str
+    kind: str
+    operation: str
+    namespace: str
+    name: str
+    sub_resource: str
+    username: str
+    groups: tuple[str, ...]
+    dry_run: bool
+    object: Mapping[str, Any] | None
+    old_object: Mapping[str, Any] | None
+
+
+def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None = None) -> str:
+    value = raw.get(field, default)
+    if not isinstance(value, str):
+        raise MalformedReview(f"{where}.{field} must be a string")
+    return value
+
+
+def _object(raw: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+    value = raw.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MalformedReview(f"request.{field} must be an object or null")
+    return value
+
+
+def decode(body: bytes) -> Request:
+    """Parses and checks an AdmissionReview v1 request body."""
+    try:
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedReview(f"body is not valid JSON: {exc}") from None
+    if not isinstance(review, dict):
+        raise MalformedReview("body must be a JSON object (an AdmissionReview)")
+    if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
+        raise MalformedReview(f"expected apiVersion {API_VERSION} and kind {KIND}")
+    request = review.get("request")
+    if not isinstance(request, dict):
+        raise MalformedReview("request must be an object")
+    uid = _str(request, "uid", "request")
+    if not uid or len(uid) > _MAX_UID:
+        raise MalformedReview(f"request.uid must be a non-empty string of at most {_MAX_UID} characters")
+    gvk = request.get("kind")
+    if not isinstance(gvk, dict):
+        raise MalformedReview("request.kind must be an object with group, version and kind")
+    operation = _str(request, "operation", "request")
+    if operation not in OPERATIONS:
+        raise MalformedReview(f"request.operation must be one of {', '.join(sorted(OPERATIONS))}")
+    user = request.get("userInfo", {})
+    if not isinstance(user, dict):
+        raise MalformedReview("request.userInfo must be an object")
+    groups = user.get("groups", [])
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise MalformedReview("request.userInfo.groups must be a list of strings")
+    dry_run = request.get("dryRun", False)
+    if not isinstance(dry_run, bool):
+        raise MalformedReview("request.dryRun must be a boolean")
+    return Request(
+        uid=uid,
+        group=_str(gvk, "group", "request.kind", default=""),
+        version=_str(gvk, "version", "request.kind"),
+        kind=_str(gvk, "kind", "request.kind"),
+        operation=operation,
+        namespace=_str(request, "namespace", "request", default=""),
+        name=_str(request, "name", "request", default=""),
+        sub_resource=_str(request, "subResource", "request", default=""),
+        username=_str(user, "username", "request.userInfo", default=""),
+        groups=tuple(groups),
+        dry_run=dry_run,
+        object=_object(request, "object"),
+        old_object=_object(request, "oldObject"),
+    )
+
+
+def uid_of(body: bytes) -> str | None:
+    """The request uid of a body that may not decode fully; None when there is none to echo."""
+    try:
+        review = orjson.loads(body)
+        uid = review["request"]["uid"]
+    except (orjson.JSONDecodeError, TypeError, KeyError):
+        return None
+    return uid if isinstance(uid, str) and 0 < len(uid) <= _MAX_UID else None
+
+
+def response(uid: str, verdict: Verdict, *, mutating: bool) -> AdmissionReviewWire:
+    answer: AdmissionResponseWire = {"uid": uid, "allowed": verdict.allowed}
+    if not verdict.allowed:
+        answer["status"] = {"code": verdict.code, "message": verdict.message}
+    if mutating and verdict.allowed and verdict.patch:
+        answer["patch"] = base64.b64encode(orjson.dumps(list(verdict.patch))).decode("ascii")
+        answer["patchType"] = "JSONPatch"
+    if verdict.warnings:
+        answer["warnings"] = [w[:_MAX_WARNING] for w in verdict.warnings]
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": answer}
+
+
+def encode(uid: str, verdict: Verdict, *, mutating: bool) -> bytes:
+    return orjson.dumps(response(uid, verdict, mutating=mutating))

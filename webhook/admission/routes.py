@@ -1,0 +1,96 @@
+"""Thin aiohttp routes: read the body, decode the AdmissionReview, ask one policy, encode the answer.
+
+A malformed review is HTTP 400 with the reason; a body over the API server's 3 MiB limit is 413 (aiohttp's
+``client_max_size``); a policy denial is HTTP 200 with ``allowed: false``. A bug in a policy never becomes a
+500: the request is refused (fail closed) with a message pointing at the logs. ``/healthz`` answers while the
+process runs; ``/readyz`` only once TLS serves and the cluster view is synced.
+Must not: reach the API server, or hold policy logic.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Final
+
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from webhook.admission import review
+from webhook.admission.endpoints import Endpoint, enabled
+from webhook.admission.options import AdmissionOptions
+from webhook.admission.verdict import deny
+from webhook.admission.view import ClusterView
+
+log = logging.getLogger(__name__)
+
+# The API server refuses request bodies over 3 MiB itself, so a larger AdmissionReview is not from it.
+MAX_BODY_BYTES: Final = 3 * 1024 * 1024
+
+
+@dataclass
+class Readiness:
+    """Set by the server once its TLS listener accepts connections."""
+
+    tls_serving: bool = False
+
+
+VIEW: Final = web.AppKey("view", ClusterView)
+OPTIONS: Final = web.AppKey("options", AdmissionOptions)
+READINESS: Final = web.AppKey("readiness", Readiness)
+
+_JSON = "application/json"
+
+
+def _bad_request(reason: str) -> web.Response:
+    return web.Response(status=400, body=orjson.dumps({"reason": reason}), content_type=_JSON)
+
+
+def _handler(endpoint: Endpoint) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        body = await request.read()  # raises 413 beyond client_max_size
+        try:
+            decoded = review.decode(body)
+            if (decoded.group, decoded.kind) != (endpoint.group, endpoint.kind):
+                raise review.MalformedReview(
+                    f"{endpoint.path} reviews {endpoint.kind} objects, not {decoded.group}/{decoded.kind}"
+                )
+            verdict = endpoint.policy(decoded, request.app[VIEW], request.app[OPTIONS])
+        except review.MalformedReview as exc:
+            return _bad_request(exc.reason)
+        except Exception:
+            uid = review.uid_of(body)
+            log.exception("policy %s failed on request %s", endpoint.name, uid)
+            if uid is None:
+                return _bad_request("the review could not be evaluated")
+            message = f"Turnstile could not evaluate this request (internal error in {endpoint.name}; see its logs)"
+            return web.Response(body=review.encode(uid, deny(message), mutating=endpoint.mutating), content_type=_JSON)
+        return web.Response(body=review.encode(decoded.uid, verdict, mutating=endpoint.mutating), content_type=_JSON)
+
+    return handle
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    if not request.app[READINESS].tls_serving:
+        return web.Response(status=503, text="TLS listener not serving yet")
+    if not request.app[VIEW].synced():
+        return web.Response(status=503, text="cluster cache not synced yet")
+    return web.Response(text="ok")
+
+
+def build_app(*, view: ClusterView, options: AdmissionOptions, readiness: Readiness | None = None) -> web.Application:
+    """The webhook application: one POST route per enabled endpoint, plus health and readiness."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app[VIEW] = view
+    app[OPTIONS] = options
+    app[READINESS] = readiness if readiness is not None else Readiness()
+    for endpoint in enabled(options):
+        app.router.add_post(endpoint.path, _handler(endpoint))
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    return app

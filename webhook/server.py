@@ -1,0 +1,166 @@
+"""``turnstile serve``: the webhook's HTTPS server lifecycle (aiohttp ``AppRunner`` + ``TCPSite`` with TLS).
+
+The caller supplies the ``ClusterView`` the policies read (the watch-fed cache in production, a static view in
+tests and local runs). The certificate reloader runs as a named background task started and stopped by the
+app's ``cleanup_ctx``; if it dies, ``run_until`` raises so the process stops loudly instead of serving a
+certificate that will expire. Must not: hold admission policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Final
+
+from aiohttp import web
+
+from webhook.admission.options import AdmissionOptions
+from webhook.admission.routes import Readiness, build_app
+from webhook.admission.view import ClusterView
+from webhook.tls import DEFAULT_POLL_SECONDS, CertificateReloader
+
+log = logging.getLogger(__name__)
+
+RELOADER: Final = web.AppKey("tls_reloader", CertificateReloader)
+FAILURES: Final = web.AppKey[asyncio.Queue[BaseException]]("task_failures")
+POLL_SECONDS: Final = web.AppKey("tls_poll_seconds", float)
+SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+async def _certificate_watch(app: web.Application) -> AsyncIterator[None]:
+    task = asyncio.create_task(app[RELOADER].watch(app[POLL_SECONDS]), name="tls-reload")
+
+    def supervise(done: asyncio.Task[None]) -> None:
+        if not done.cancelled() and (exc := done.exception()) is not None:
+            log.error("background task %s crashed", done.get_name(), exc_info=exc)
+            app[FAILURES].put_nowait(exc)
+
+    task.add_done_callback(supervise)
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+class AdmissionServer:
+    """One HTTPS listener serving the admission routes; ``start``, then ``run_until``, then ``close``."""
+
+    def __init__(
+        self,
+        *,
+        view: ClusterView,
+        options: AdmissionOptions,
+        cert_file: Path,
+        key_file: Path,
+        host: str = "",
+        port: int = 9443,
+        poll_seconds: float = DEFAULT_POLL_SECONDS,
+    ) -> None:
+        self.readiness = Readiness()
+        self.reloader = CertificateReloader(cert_file, key_file)
+        self.app = build_app(view=view, options=options, readiness=self.readiness)
+        self.app[RELOADER] = self.reloader
+        self.app[FAILURES] = asyncio.Queue()
+        self.app[POLL_SECONDS] = poll_seconds
+        self.app.cleanup_ctx.append(_certificate_watch)
+        self._host = host or None
+        self._port = port
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_SECONDS)
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port, ssl_context=self.reloader.context)
+        await site.start()
+        self.readiness.tls_serving = True
+        log.info("serving admission webhooks on %s", self._runner.addresses)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when started with port 0)."""
+        address = self._runner.addresses[0]
+        return int(address[1])
+
+    async def run_until(self, stop: asyncio.Event) -> None:
+        """Serves until ``stop`` is set; raises the error of a crashed background task."""
+        stopping = asyncio.create_task(stop.wait(), name="serve-stop")
+        failing = asyncio.create_task(self.app[FAILURES].get(), name="serve-failure")
+        done, pending = await asyncio.wait({stopping, failing}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        if failing in done:
+            raise RuntimeError("a background task of the webhook server crashed") from failing.result()
+
+    async def close(self) -> None:
+        self.readiness.tls_serving = False
+        await self._runner.cleanup()
+
+
+async def serve(
+    *,
+    view: ClusterView,
+    options: AdmissionOptions,
+    cert_file: Path,
+    key_file: Path,
+    host: str = "",
+    port: int = 9443,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Runs the webhook server until ``stop`` is set (forever when None)."""
+    server = AdmissionServer(view=view, options=options, cert_file=cert_file, key_file=key_file, host=host, port=port)
+    await server.start()
+    try:
+        await server.run_until(stop if stop is not None else asyncio.Event())
+    finally:
+        await server.close()
+
+
+def run_from_cli(
+    *, config_file: Path | None, cert_file: Path | None, key_file: Path | None, host: str | None, port: int | None
+) -> int:
+    """``turnstile serve``: loads the configuration, then serves until SIGINT/SIGTERM. Returns the exit code."""
+    import signal
+    import sys
+
+    from webhook.admission.view import StaticView
+    from webhook.config import ConfigError, load_config
+
+    try:
+        config = load_config(config_file)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    cert_dir = Path(config.webhook.cert_dir)
+    cert = cert_file or cert_dir / "tls.crt"
+    key = key_file or cert_dir / "tls.key"
+    for path in (cert, key):
+        if not path.exists():
+            print(
+                f"turnstile serve: {path} does not exist (run `turnstile certs` or pass --tls-cert/--tls-key)",
+                file=sys.stderr,
+            )
+            return 2
+    # The watch-fed cache is wired in by the controller; until then the webhook answers from an empty view.
+    view = StaticView()
+    log.warning("serving with an empty cluster view: no LocalQueues, priority classes or admitted Workloads")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(
+            view=view,
+            options=config.admission_options(),
+            cert_file=cert,
+            key_file=key,
+            host=config.webhook.host if host is None else host,
+            port=config.webhook.port if port is None else port,
+            stop=stop,
+        )
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    asyncio.run(main())
+    return 0
