@@ -220,11 +220,17 @@ def test_crd_is_established_with_kueue_names(
     assert ("status" in version.get("subresources", {})) is has_status
 
 
-def test_every_crd_file_is_listed_in_the_kustomization() -> None:
-    kustomization = yaml.safe_load((CRD_DIR / "kustomization.yaml").read_text())
+def test_crd_kustomization_builds_all_five(cluster: LocalCluster) -> None:
     on_disk = {p.name for p in CRD_DIR.glob("*.yaml") if p.name != "kustomization.yaml"}
-    assert set(kustomization["resources"]) == on_disk
-    assert len(on_disk) == 5
+    listed = yaml.safe_load((CRD_DIR / "kustomization.yaml").read_text())["resources"]
+
+    built = list(yaml.safe_load_all(cluster.kubectl("kustomize", str(CRD_DIR)).stdout))
+
+    assert set(listed) == on_disk
+    assert sorted(d["metadata"]["name"] for d in built) == sorted(
+        f"{plural}.{GROUP}"
+        for plural in ("clusterqueues", "localqueues", "resourceflavors", "workloadpriorityclasses", "workloads")
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -743,3 +749,123 @@ def test_workload_priority_class_printer_columns(cluster: LocalCluster, cluster_
 
     assert header(out) == ["NAME", "VALUE"]
     assert re.split(r"\s+", out.splitlines()[1].strip()) == [name, "4242"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Round trips: what Turnstile and Kueue write comes back unchanged
+
+FULL_POD_TEMPLATE: Manifest = {
+    "metadata": {"labels": {"app": "trainer"}, "annotations": {"example.com/note": "kept"}},
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "trainer",
+                "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
+                "args": ["pause"],
+                "env": [{"name": "EPOCHS", "value": "3"}],
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": 1}},
+                "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+            }
+        ],
+        "initContainers": [
+            {
+                "name": "sidecar",
+                "image": "busybox",
+                "restartPolicy": "Always",
+                "resources": {"requests": {"cpu": "50m"}},
+            }
+        ],
+        "volumes": [{"name": "scratch", "emptyDir": {}}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]
+                }
+            }
+        },
+        "nodeSelector": {"instance-type": "spot"},
+        "tolerations": [{"key": "spot", "operator": "Exists", "effect": "NoSchedule"}],
+        "priorityClassName": "batch-low",
+        "runtimeClassName": "gvisor",
+        "overhead": {"cpu": "250m"},
+        "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+        "securityContext": {"runAsNonRoot": True},
+        "terminationGracePeriodSeconds": 30,
+    },
+}
+
+
+def test_workload_template_keeps_a_full_pod_spec(cluster: LocalCluster) -> None:
+    manifest = workload(pod_sets=[{"name": "main", "count": 2, "template": FULL_POD_TEMPLATE}])
+
+    done = dry_run_create(cluster, manifest)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["spec"]["podSets"][0]["template"] == FULL_POD_TEMPLATE
+
+
+def test_workload_status_as_kueue_writes_it_round_trips(cluster: LocalCluster, namespace: str) -> None:
+    create(cluster, workload("job-d", pod_sets=[pod_set("main", count=3)]), namespace)
+    status: Manifest = {
+        "conditions": [
+            condition("QuotaReserved"),
+            condition("Admitted"),
+            condition("Evicted", "False", reason="QuotaReserved"),
+        ],
+        "admission": {
+            "clusterQueue": "cluster-queue",
+            "podSetAssignments": [
+                {
+                    "name": "main",
+                    "flavors": {"cpu": "on-demand", "memory": "on-demand"},
+                    "resourceUsage": {"cpu": "3", "memory": "600Mi"},
+                    "count": 3,
+                }
+            ],
+        },
+        "admissionChecks": [
+            {
+                "name": "prov",
+                "state": "Ready",
+                "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "podSetUpdates": [{"name": "main", "nodeSelector": {"pool": "a"}}],
+            }
+        ],
+        "requeueState": {"count": 2, "requeueAt": "2026-01-01T00:05:00Z"},
+        "reclaimablePods": [{"name": "main", "count": 1}],
+        "resourceRequests": [{"name": "main", "resources": {"cpu": "1"}}],
+        "schedulingStats": {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]},
+        "accumulatedPastExexcutionTimeSeconds": 42,
+    }
+
+    done = merge_patch(cluster, "workload", "job-d", {"status": status}, namespace=namespace, status=True)
+
+    assert done.returncode == 0, done.stderr
+    stored = json.loads(cluster.kubectl("get", "workload", "job-d", "-n", namespace, "-o", "json").stdout)
+    assert stored["status"] == status
+
+
+def test_cluster_queue_status_round_trips(cluster: LocalCluster, cluster_scoped: list[tuple[str, str]]) -> None:
+    name = unique("status-cq")
+    create(cluster, cluster_queue(name))
+    cluster_scoped.append(("clusterqueue", name))
+    usage = [{"name": "default-flavor", "resources": [{"name": "cpu", "total": "3", "borrowed": "0"}]}]
+    status: Manifest = {
+        "conditions": [condition("Active", reason="Ready")],
+        "flavorsReservation": usage,
+        "flavorsUsage": usage,
+        "pendingWorkloads": 4,
+        "reservingWorkloads": 1,
+        "admittedWorkloads": 1,
+    }
+
+    done = merge_patch(cluster, "clusterqueue", name, {"status": status}, status=True)
+
+    assert done.returncode == 0, done.stderr
+    stored = json.loads(cluster.kubectl("get", "clusterqueue", name, "-o", "json").stdout)
+    assert stored["status"] == status
+    wide = cluster.kubectl("get", "cq", name, "-o", "wide").stdout
+    assert re.split(r"\s+", wide.splitlines()[1].strip())[-2:] == ["4", "1"]
