@@ -1,7 +1,7 @@
 """Named, supervised background tasks: none may die silently.
 
 Owns: ``Supervisor``, which starts tasks by name, logs a crash at once with its traceback, wakes whoever waits
-on ``wait()``, and on exit cancels and awaits every task, re-raising the first crash.
+on ``wait()``, and on exit cancels and awaits every task, re-raising the first crash nobody has seen yet.
 Must not: restart tasks; a task that wants to survive errors retries inside itself (as ``Informer`` does).
 """
 
@@ -31,6 +31,7 @@ class Supervisor:
         self._tasks: dict[str, asyncio.Task[Any]] = {}
         self._crashes: list[tuple[str, BaseException]] = []
         self._changed = asyncio.Event()
+        self._reported = False  # a crash already raised by wait() is not raised again on exit
 
     async def __aenter__(self) -> Self:
         return self
@@ -42,7 +43,7 @@ class Supervisor:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
-        if exc is None and self._crashes:
+        if exc is None and self._crashes and not self._reported:
             name, error = self._crashes[0]
             raise TaskCrashed(name) from error
 
@@ -75,6 +76,7 @@ class Supervisor:
         """Return when every task has finished; raise ``TaskCrashed`` as soon as one crashes."""
         while True:
             if self._crashes:
+                self._reported = True
                 name, error = self._crashes[0]
                 raise TaskCrashed(name) from error
             if all(task.done() for task in self._tasks.values()):

@@ -1,0 +1,187 @@
+import asyncio
+from typing import Any
+
+import pytest
+
+from webhook.admission.view import ClusterView
+from webhook.controller.cache import Change, ClusterCache
+from webhook.kube import resources as r
+from webhook.kube.objects import Object, ObjectKey
+
+ALL = [r.NAMESPACE, r.LOCAL_QUEUE, r.WORKLOAD_PRIORITY_CLASS, r.WORKLOAD, r.JOB]
+
+
+def obj(name: str, *, namespace: str = "", version: int = 1, **fields: Any) -> Object:
+    meta: dict[str, Any] = {"name": name, "resourceVersion": str(version), **fields.pop("meta", {})}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"metadata": meta, **fields}
+
+
+def workload(name: str = "wl", *, version: int = 1, owner: str | None = None, **status: Any) -> Object:
+    meta = {"ownerReferences": [{"uid": owner, "kind": "Job", "name": "j"}]} if owner else {}
+    return obj(name, namespace="ns", version=version, meta=meta, status=status)
+
+
+def condition(kind: str, status: str = "True") -> dict[str, str]:
+    return {"type": kind, "status": status, "reason": "r", "message": "m"}
+
+
+def synced_cache() -> ClusterCache:
+    cache = ClusterCache(ALL)
+    for resource in ALL:
+        cache.replace(resource, [])
+    return cache
+
+
+def test_is_a_cluster_view() -> None:
+    view: ClusterView = synced_cache()
+    assert view.synced()
+
+
+def test_synced_only_once_every_kind_was_listed() -> None:
+    cache = ClusterCache([r.NAMESPACE, r.JOB])
+    cache.replace(r.NAMESPACE, [])
+    assert not cache.synced()
+    cache.replace(r.JOB, [])
+    assert cache.synced()
+
+
+def test_replace_reports_added_modified_and_deleted() -> None:
+    cache = synced_cache()
+    cache.replace(r.JOB, [obj("a", namespace="ns"), obj("b", namespace="ns")])
+    changes: list[Change] = []
+    cache.add_listener(changes.append)
+    cache.replace(r.JOB, [obj("a", namespace="ns", version=2), obj("c", namespace="ns"), obj("b", namespace="ns")])
+    cache.replace(r.JOB, [obj("c", namespace="ns")])
+    assert [(c.type, c.key.name) for c in changes] == [
+        ("MODIFIED", "a"),
+        ("ADDED", "c"),
+        ("DELETED", "a"),
+        ("DELETED", "b"),
+    ]
+
+
+def test_stale_watch_events_do_not_roll_the_cache_back() -> None:
+    cache = synced_cache()
+    assert cache.observe(r.WORKLOAD, workload(version=7, admission={"clusterQueue": "cq"}))
+    cache.apply(r.WORKLOAD, "MODIFIED", workload(version=6))
+    assert cache.workload("ns", "wl")["status"]["admission"] == {"clusterQueue": "cq"}  # type: ignore[index]
+    assert not cache.observe(r.WORKLOAD, workload(version=7)), "same version: nothing new"
+    cache.apply(r.WORKLOAD, "MODIFIED", workload(version=8))
+    assert cache.workload("ns", "wl")["status"] == {}  # type: ignore[index]
+    cache.apply(r.WORKLOAD, "DELETED", workload(version=9))
+    assert cache.workload("ns", "wl") is None
+
+
+def test_workloads_are_indexed_by_owner_uid() -> None:
+    cache = synced_cache()
+    cache.apply(r.WORKLOAD, "ADDED", workload("w1", owner="uid-1"))
+    cache.apply(r.WORKLOAD, "ADDED", workload("w2", owner="uid-2"))
+    assert [w["metadata"]["name"] for w in cache.workloads_owned_by("uid-1")] == ["w1"]
+    # Re-owned, then deleted: the index follows.
+    cache.apply(r.WORKLOAD, "MODIFIED", workload("w1", owner="uid-2", version=2))
+    assert cache.workloads_owned_by("uid-1") == []
+    assert len(cache.workloads_owned_by("uid-2")) == 2
+    cache.apply(r.WORKLOAD, "DELETED", workload("w2", owner="uid-2", version=3))
+    assert [w["metadata"]["name"] for w in cache.workloads_owned_by("uid-2")] == ["w1"]
+
+
+def test_view_answers_from_cached_objects() -> None:
+    cache = synced_cache()
+    cache.apply(r.NAMESPACE, "ADDED", obj("team", meta={"labels": {"kueue": "on"}}))
+    cache.apply(r.LOCAL_QUEUE, "ADDED", obj("lq", namespace="team"))
+    cache.apply(r.WORKLOAD_PRIORITY_CLASS, "ADDED", obj("high"))
+    assert cache.namespace_labels("team") == {"kueue": "on"}
+    assert cache.namespace_labels("nope") is None
+    assert cache.has_local_queue("team", "lq")
+    assert not cache.has_local_queue("other", "lq")
+    assert cache.has_workload_priority_class("high")
+    assert not cache.has_workload_priority_class("low")
+
+
+@pytest.mark.parametrize(
+    ("status", "admitted"),
+    [
+        pytest.param({}, False, id="pending"),
+        pytest.param({"conditions": [condition("Admitted")]}, True, id="admitted-condition"),
+        pytest.param({"conditions": [condition("Admitted", "False")]}, False, id="admitted-false"),
+        pytest.param(
+            {"conditions": [condition("QuotaReserved")], "admission": {"clusterQueue": "cq"}},
+            True,
+            id="reserved-without-checks",
+        ),
+        pytest.param({"conditions": [condition("QuotaReserved")]}, False, id="reserved-without-admission"),
+        pytest.param(
+            {
+                "conditions": [condition("QuotaReserved")],
+                "admission": {"clusterQueue": "cq"},
+                "admissionChecks": [{"name": "prov", "state": "Pending"}],
+            },
+            False,
+            id="reserved-checks-pending",
+        ),
+    ],
+)
+def test_workload_is_admitted(status: dict[str, Any], admitted: bool) -> None:
+    cache = synced_cache()
+    cache.apply(r.WORKLOAD, "ADDED", workload(**status))
+    assert cache.workload_is_admitted("ns", "wl") is admitted
+    assert not cache.workload_is_admitted("ns", "missing")
+
+
+async def test_subscribers_get_each_changed_key_once() -> None:
+    cache = synced_cache()
+    jobs = cache.subscribe([r.JOB])
+    everything = cache.subscribe()
+    cache.apply(r.JOB, "ADDED", obj("a", namespace="ns"))
+    cache.apply(r.JOB, "MODIFIED", obj("a", namespace="ns", version=2))
+    cache.apply(r.WORKLOAD, "ADDED", workload())
+    assert jobs.drain() == [(r.JOB, ObjectKey("ns", "a"))]
+    assert len(everything) == 2
+    cache.unsubscribe(jobs)
+    cache.apply(r.JOB, "DELETED", obj("a", namespace="ns", version=3))
+    assert len(jobs) == 0
+    assert await asyncio.wait_for(everything.get(), 1) == (r.JOB, ObjectKey("ns", "a"))
+
+
+async def test_wait_changed_wakes_on_the_next_change() -> None:
+    cache = synced_cache()
+    seen = cache.generation
+    waiter = asyncio.create_task(cache.wait_changed(seen))
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    cache.apply(r.JOB, "ADDED", obj("a", namespace="ns"))
+    assert await asyncio.wait_for(waiter, 1) > seen
+
+
+async def test_wait_for_one_object_state() -> None:
+    cache = synced_cache()
+    key = ObjectKey("ns", "wl")
+    waiter = asyncio.create_task(
+        cache.wait_for(r.WORKLOAD, key, lambda w: w is not None and bool(w.get("status", {}).get("admission")))
+    )
+    cache.apply(r.WORKLOAD, "ADDED", workload())
+    cache.apply(r.JOB, "ADDED", obj("other", namespace="ns"))
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    cache.apply(r.WORKLOAD, "MODIFIED", workload(version=2, admission={"clusterQueue": "cq"}))
+    found = await asyncio.wait_for(waiter, 1)
+    assert found is not None
+    assert found["metadata"]["resourceVersion"] == "2"
+    gone = await asyncio.wait_for(cache.wait_for(r.WORKLOAD, ObjectKey("ns", "nope"), lambda w: w is None), 1)
+    assert gone is None
+
+
+async def test_wait_synced() -> None:
+    cache = ClusterCache([r.JOB])
+    waiter = asyncio.create_task(cache.wait_synced())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    cache.replace(r.JOB, [])
+    await asyncio.wait_for(waiter, 1)
+
+
+def test_unknown_kind_is_a_clear_error() -> None:
+    with pytest.raises(KeyError, match="does not hold"):
+        ClusterCache([r.JOB]).pods()
