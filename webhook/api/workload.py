@@ -98,8 +98,17 @@ class Workload:
 
     @property
     def holds_quota(self) -> bool:
-        """Quota is reserved for it: it counts against its ClusterQueue until it finishes or is evicted."""
-        return self.admission is not None and self.condition_true(constants.COND_QUOTA_RESERVED) and not self.finished
+        """It counts against its ClusterQueue: an admission is recorded and it has not finished.
+
+        Deliberately conservative: a workload being evicted keeps its ``status.admission`` (and its pods may
+        still run) until the reconciler clears it, so it keeps counting until then, whatever its conditions say.
+        """
+        return self.admission is not None and not self.finished
+
+    @property
+    def pending(self) -> bool:
+        """Waiting for quota: active, not finished, no admission recorded."""
+        return self.admission is None and self.active and not self.finished
 
     @property
     def quota_reserved_at(self) -> datetime:

@@ -1,0 +1,61 @@
+"""What a Workload asks for, reduced to integers once: per pod set, per resource, in nano-units.
+
+Owns: ``Demand`` and ``PodSetDemand`` (built from ``webhook.api.workload.Workload``), which double as the
+"shape" key under which the scheduler remembers answers for identical workloads within one pass.
+Must not: look at quota.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webhook.api.flavor import Toleration
+from webhook.api.workload import PodSet, Workload
+
+
+@dataclass(frozen=True, slots=True)
+class PodSetDemand:
+    name: str
+    count: int
+    min_count: int | None
+    per_pod: tuple[tuple[str, int], ...]  # (resource, nano-units per pod), zero requests dropped, sorted
+    node_selector: tuple[tuple[str, str], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    pod_sets: tuple[PodSetDemand, ...]
+
+    @property
+    def partial_index(self) -> int | None:
+        """The pod set that may shrink (Kueue allows minCount on one pod set only), if any."""
+        return next((i for i, p in enumerate(self.pod_sets) if p.min_count is not None and p.min_count < p.count), None)
+
+    def full_counts(self) -> tuple[int, ...]:
+        return tuple(p.count for p in self.pod_sets)
+
+
+def pod_set_demand(pod_set: PodSet) -> PodSetDemand:
+    return PodSetDemand(
+        name=pod_set.name,
+        count=pod_set.count,
+        min_count=pod_set.min_count,
+        per_pod=tuple(sorted((r, q.nano) for r, q in pod_set.requests.items() if q.nano != 0)),
+        node_selector=tuple(sorted(pod_set.node_selector.items())),
+        tolerations=pod_set.tolerations,
+    )
+
+
+def workload_demand(workload: Workload) -> Demand:
+    return Demand(tuple(pod_set_demand(p) for p in workload.pod_sets))
+
+
+def total_requests(demand: Demand, counts: tuple[int, ...] | None = None) -> dict[str, int]:
+    """Sum over pod sets of count * per-pod requests, per resource (nano-units)."""
+    counts = counts or demand.full_counts()
+    out: dict[str, int] = {}
+    for pod_set, count in zip(demand.pod_sets, counts, strict=True):
+        for resource, nano in pod_set.per_pod:
+            out[resource] = out.get(resource, 0) + nano * count
+    return out

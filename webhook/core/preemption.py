@@ -1,0 +1,149 @@
+"""Preemption: which admitted workloads to evict so that a pending one fits, and under which Kueue reason.
+
+Owns: ``Holder`` (a workload that holds quota at the start of the pass), the candidate policies
+(``withinClusterQueue``, ``reclaimWithinCohort``, ``borrowWithinCohort``) and the minimal victim search.
+Must not: commit anything: it simulates on the ``QuotaBook`` and leaves it exactly as it found it.
+
+Rules, in our words:
+
+* only workloads using a flavor-resource where the preemptor is short are candidates;
+* another queue's workload is a candidate only while that queue borrows in such a flavor-resource;
+* first try without the preemptor borrowing (own-queue victims + cohort reclamation), then, if allowed, while
+  borrowing (own-queue victims + ``borrowWithinCohort`` victims);
+* candidates are taken other-queues-first, lowest priority first, most recently admitted first, until the
+  preemptor fits; then every victim that is not needed after all is given back (newest choice first);
+* if removing every candidate would still not make room, nothing is preempted.
+
+No cycles: every policy demands strictly lower priority, or equal priority and newer (a strict order), or
+reclaims quota the preemptor's queue owns, which the victim's queue cannot reclaim back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from webhook.api import constants
+from webhook.api.clusterqueue import ANY, LOWER_OR_NEWER_EQUAL_PRIORITY, LOWER_PRIORITY, NEVER, ClusterQueue
+from webhook.core.quota import FlavorResource, QueueQuota, QuotaBook
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    key: tuple[str, str]
+    uid: str
+    cluster_queue: str
+    priority: int
+    created: datetime
+    reserved_at: datetime
+    usage: Mapping[FlavorResource, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    cluster_queue: ClusterQueue
+    priority: int
+    created: datetime
+    usage: Mapping[FlavorResource, int]
+    short: frozenset[FlavorResource]
+
+
+def within_queue_allows(policy: str, preemptor: Preemptor, h: Holder) -> bool:
+    if policy == LOWER_PRIORITY:
+        return h.priority < preemptor.priority
+    if policy == LOWER_OR_NEWER_EQUAL_PRIORITY:
+        return h.priority < preemptor.priority or (h.priority == preemptor.priority and h.created > preemptor.created)
+    return False
+
+
+def reclaim_allows(policy: str, preemptor: Preemptor, h: Holder) -> bool:
+    return policy == ANY or (policy == LOWER_PRIORITY and h.priority < preemptor.priority)
+
+
+def borrow_allows(cq: ClusterQueue, preemptor: Preemptor, h: Holder) -> bool:
+    p = cq.preemption
+    if p.borrow_within_cohort != LOWER_PRIORITY or not reclaim_allows(p.reclaim_within_cohort, preemptor, h):
+        return False
+    threshold = p.borrow_max_priority_threshold
+    return h.priority < preemptor.priority and (threshold is None or h.priority <= threshold)
+
+
+def fits(quota: QueueQuota, usage: Mapping[FlavorResource, int], *, borrow: bool) -> bool:
+    for fr, val in usage.items():
+        if val > quota.available(fr):
+            return False
+        if not borrow and quota.usage.get(fr, 0) + val > quota.nominal.get(fr, 0):
+            return False
+    return True
+
+
+def _order(h: Holder) -> tuple[int, float, str, tuple[str, str]]:
+    return (h.priority, -h.reserved_at.timestamp(), h.uid, h.key)
+
+
+def find_victims(
+    book: QuotaBook,
+    preemptor: Preemptor,
+    holders: Iterable[Holder],
+    taken: set[tuple[str, str]],
+) -> list[tuple[Holder, str]] | None:
+    """A minimal list of (victim, Kueue reason), or None when preemption cannot make the preemptor fit."""
+    cq = preemptor.cluster_queue
+    quota = book.queues[cq.name]
+    useful = [h for h in holders if h.key not in taken and any(fr in preemptor.short for fr in h.usage)]
+    own = sorted(
+        (
+            h
+            for h in useful
+            if h.cluster_queue == cq.name and within_queue_allows(cq.preemption.within_cluster_queue, preemptor, h)
+        ),
+        key=_order,
+    )
+    others = [h for h in useful if h.cluster_queue != cq.name]
+    reclaim = cq.preemption.reclaim_within_cohort
+    plans: list[tuple[list[Holder], bool, str]] = []
+    if own or reclaim != NEVER:
+        cands = sorted((h for h in others if reclaim_allows(reclaim, preemptor, h)), key=_order)
+        plans.append((cands + own, False, constants.PREEMPTED_IN_COHORT_RECLAMATION))
+    if own or cq.preemption.borrow_within_cohort != NEVER:
+        cands = sorted((h for h in others if borrow_allows(cq, preemptor, h)), key=_order)
+        plans.append((cands + own, True, constants.PREEMPTED_IN_COHORT_RECLAIM_WHILE_BORROWING))
+    for candidates, borrow, cohort_reason in plans:
+        chosen = _greedy(book, quota, preemptor, candidates, borrow=borrow)
+        if chosen is not None:
+            return [
+                (h, constants.PREEMPTED_IN_CLUSTER_QUEUE if h.cluster_queue == cq.name else cohort_reason)
+                for h in chosen
+            ]
+    return None
+
+
+def _greedy(
+    book: QuotaBook, quota: QueueQuota, preemptor: Preemptor, candidates: list[Holder], *, borrow: bool
+) -> list[Holder] | None:
+    removed: list[Holder] = []
+    found = False
+    for h in candidates:
+        victim_queue = book.queues[h.cluster_queue]
+        if victim_queue is not quota and not any(
+            victim_queue.usage.get(fr, 0) > victim_queue.nominal.get(fr, 0) for fr in h.usage if fr in preemptor.short
+        ):
+            continue  # that queue no longer borrows what we need: its quota is its own
+        victim_queue.add(h.usage, -1)
+        removed.append(h)
+        if fits(quota, preemptor.usage, borrow=borrow):
+            found = True
+            break
+    chosen = list(removed)
+    if found:
+        # Give back every victim that turns out not to be needed, most recently chosen first.
+        for h in reversed(removed[:-1]):
+            book.queues[h.cluster_queue].add(h.usage, 1)
+            if fits(quota, preemptor.usage, borrow=borrow):
+                chosen.remove(h)
+            else:
+                book.queues[h.cluster_queue].add(h.usage, -1)
+    for h in chosen:
+        book.queues[h.cluster_queue].add(h.usage, 1)
+    return chosen if found else None

@@ -1,0 +1,371 @@
+"""The scheduling pass: a snapshot in, admissions, preemptions and pending reasons out.
+
+Owns: ``schedule``, which resolves each pending workload to its ClusterQueue, orders every queue, admits
+all-or-nothing (or partially, down to ``minCount``), chooses preemption victims and explains what stays.
+Must not: do I/O or read the clock (``now`` is passed in), or mutate its inputs.
+
+How one pass goes beyond Kueue's cycle. Kueue pops one head per ClusterQueue per cycle, so a deep queue drains
+one workload per cycle (kueue#14477). Here the pass runs those cycles back to back in memory until every queue
+is exhausted or blocked, which admits everything that fits at once while keeping Kueue's guarantees:
+
+* within a queue, workloads are considered strictly in order (priority, then creation time); StrictFIFO stops
+  at a head that does not fit, BestEffortFIFO moves on;
+* each round offers one head per queue and handles non-borrowing heads before borrowing ones, then higher
+  priority, then older, as Kueue orders a cycle;
+* deliberately better than Kueue: the pass runs in two phases. In the first, a head that would borrow (or
+  preempt) pauses its queue; only in the second may queues borrow and preempt. So within one pass no queue
+  lends out quota that a cohort member's queued workload could use without borrowing, which in Kueue can
+  admit a borrower in one cycle only to reclaim from it in the next.
+
+Usage only grows during a pass (admissions, and quota held for preemptors whose victims still run), so a
+workload that does not fit now will not fit later in the same pass: answers are memoised per queue and
+workload shape, which keeps 50,000 pending workloads cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final
+
+from webhook.api import constants
+from webhook.api.clusterqueue import NEVER, STRICT_FIFO, ClusterQueue
+from webhook.api.quantity import Quantity
+from webhook.api.selector import matches
+from webhook.api.workload import Workload
+from webhook.core.assignment import FIT, PREEMPT, Assignment, FlavorAssigner
+from webhook.core.decisions import (
+    RETRY_ON_PREEMPTED,
+    RETRY_ON_QUEUE_CHANGED,
+    RETRY_ON_QUOTA_FREED,
+    RETRY_ON_TIME,
+    AdmissionDecision,
+    PendingDecision,
+    PodSetAdmission,
+    PreemptionDecision,
+    SchedulingResult,
+    Victim,
+    victim_message,
+)
+from webhook.core.demand import Demand, workload_demand
+from webhook.core.preemption import Holder, Preemptor, find_victims
+from webhook.core.quota import QueueQuota, QuotaBook
+from webhook.core.reasons import explain_shortage
+from webhook.core.snapshot import Snapshot
+from webhook.core.usage import usage_nano
+
+_ADVANCE: Final = 0
+_PAUSE: Final = 1  # phase one only: wait for phase two
+_STOP: Final = 2  # StrictFIFO head does not fit: the queue is blocked
+
+_ADMITTED: Final = "admitted"
+_PREEMPTING: Final = "preempting"
+_FAILED: Final = "failed"
+
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+
+
+@dataclass(slots=True)
+class _Entry:
+    workload: Workload
+    demand: Demand
+    order: tuple[int, float, str, str, str]
+    outcome: str = ""
+    preemption_failed: bool = False
+
+
+@dataclass(slots=True)
+class _Queue:
+    cq: ClusterQueue
+    quota: QueueQuota
+    assigner: FlavorAssigner
+    entries: list[_Entry] = field(default_factory=list)
+    cursor: int = 0
+    blocked: bool = False
+    failed_shapes: dict[Demand, int] = field(default_factory=dict)
+
+
+def _pool(cq: ClusterQueue) -> tuple[str, str]:
+    """Where victims for ``cq`` may come from: its cohort, or only itself."""
+    return ("cohort", cq.cohort) if cq.cohort else ("queue", cq.name)
+
+
+def schedule(snapshot: Snapshot, *, now: datetime) -> SchedulingResult:
+    """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot."""
+    return _Pass(snapshot, now).run()
+
+
+class _Pass:
+    def __init__(self, snapshot: Snapshot, now: datetime) -> None:
+        self.now = now
+        self.flavors = {f.name: f for f in snapshot.flavors}
+        cqs = sorted(snapshot.cluster_queues, key=lambda c: c.name)
+        self.cqs = {c.name: c for c in cqs}
+        self.book = QuotaBook(cqs)
+        self.local_queues = {(lq.namespace, lq.name): lq for lq in snapshot.local_queues}
+        self.namespaces = snapshot.namespaces
+        self.admitted: list[AdmissionDecision] = []
+        self.preemptions: list[PreemptionDecision] = []
+        self.pending: list[PendingDecision] = []
+        self.taken: set[tuple[str, str]] = set()
+        self.inactive: dict[str, tuple[str, str]] = {c.name: r for c in cqs if (r := self._inactive_reason(c))}
+
+        # 1. Usage of workloads that already hold quota; they are the only possible victims.
+        workloads = sorted(snapshot.workloads, key=lambda w: (w.namespace, w.name))
+        self.holders: dict[tuple[str, str], list[Holder]] = {}  # by cohort, or by queue without a cohort
+        holders_in_queue: dict[str, int] = {}
+        for wl in workloads:
+            if not wl.holds_quota or wl.admission is None or wl.admission.cluster_queue not in self.cqs:
+                continue
+            cq = self.cqs[wl.admission.cluster_queue]
+            usage = usage_nano(wl)
+            self.book.queues[cq.name].add(usage)
+            holder = Holder(wl.key, wl.uid, cq.name, wl.priority, wl.created, wl.quota_reserved_at, usage)
+            self.holders.setdefault(_pool(cq), []).append(holder)
+            holders_in_queue[cq.name] = holders_in_queue.get(cq.name, 0) + 1
+
+        # 2. One queue per active ClusterQueue, with its assigner.
+        self.queues: dict[str, _Queue] = {}
+        for cq in cqs:
+            if cq.name in self.inactive:
+                continue
+            quota = self.book.queues[cq.name]
+            assigner = FlavorAssigner(cq, quota, self.flavors)
+            pool = self.holders.get(_pool(cq), [])
+            own = holders_in_queue.get(cq.name, 0)
+            assigner.preemption_possible = (cq.preemption.within_cluster_queue != NEVER and own > 0) or (
+                cq.cohort is not None and cq.preemption.reclaim_within_cohort != NEVER and len(pool) > own
+            )
+            self.queues[cq.name] = _Queue(cq, quota, assigner)
+
+        # 3. Pending workloads into their queues, or straight to a pending reason when they cannot queue.
+        for wl in workloads:
+            if not wl.pending:
+                continue
+            if wl.requeue_at is not None and wl.requeue_at > now:
+                self._pend(
+                    wl,
+                    None,
+                    constants.REASON_PENDING,
+                    f"requeued after eviction; backoff until {wl.requeue_at.isoformat()}",
+                    RETRY_ON_TIME,
+                )
+                continue
+            target = self._resolve(wl)
+            if isinstance(target, tuple):
+                cq_name, (reason, message) = target
+                self._pend(wl, cq_name, reason, message, RETRY_ON_QUEUE_CHANGED)
+                continue
+            order = (-wl.priority, wl.created.timestamp(), wl.uid, wl.namespace, wl.name)
+            target.entries.append(_Entry(wl, workload_demand(wl), order))
+        for q in self.queues.values():
+            q.entries.sort(key=lambda e: e.order)
+
+    # -- resolution -------------------------------------------------------------------------------------
+
+    def _inactive_reason(self, cq: ClusterQueue) -> tuple[str, str] | None:
+        if not cq.active:
+            return constants.REASON_SUSPENDED, f"ClusterQueue {cq.name} is stopped (stopPolicy {cq.stop_policy})"
+        for group in cq.resource_groups:
+            for f in group.flavors:
+                if f.name not in self.flavors:
+                    return (
+                        constants.REASON_MISCONFIGURED,
+                        f"ClusterQueue {cq.name} uses ResourceFlavor {f.name}, which does not exist",
+                    )
+        return None
+
+    def _resolve(self, wl: Workload) -> _Queue | tuple[str | None, tuple[str, str]]:
+        lq = self.local_queues.get((wl.namespace, wl.queue_name))
+        if lq is None:
+            return None, (
+                constants.REASON_MISCONFIGURED,
+                f"LocalQueue {wl.queue_name} doesn't exist in namespace {wl.namespace}",
+            )
+        if not lq.active:
+            return lq.cluster_queue, (
+                constants.REASON_SUSPENDED,
+                f"LocalQueue {lq.name} is stopped (stopPolicy {lq.stop_policy})",
+            )
+        cq = self.cqs.get(lq.cluster_queue)
+        if cq is None:
+            return lq.cluster_queue, (constants.REASON_MISCONFIGURED, f"ClusterQueue {lq.cluster_queue} doesn't exist")
+        if cq.name in self.inactive:
+            return cq.name, self.inactive[cq.name]
+        labels = self.namespaces.get(wl.namespace, {NAMESPACE_NAME_LABEL: wl.namespace})
+        if cq.namespace_selector is None or not matches(cq.namespace_selector, labels):
+            return cq.name, (
+                constants.REASON_MISCONFIGURED,
+                f"namespace {wl.namespace} doesn't match the namespaceSelector of ClusterQueue {cq.name}",
+            )
+        return self.queues[cq.name]
+
+    # -- the pass -----------------------------------------------------------------------------------------
+
+    def run(self) -> SchedulingResult:
+        self._rounds(phase=1)
+        self._rounds(phase=2)
+        self._explain()
+        return SchedulingResult(tuple(self.admitted), tuple(self.preemptions), tuple(self.pending))
+
+    def _rounds(self, *, phase: int) -> None:
+        active = [q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)]
+        while active:
+            # 1. Nominate each queue's head (skipping heads whose shape already failed in this queue).
+            heads: list[tuple[tuple[bool, tuple[int, float, str, str, str]], _Queue, _Entry, Assignment, int]] = []
+            for q in active:
+                if not self._skip_known_failures(q):
+                    continue
+                e = q.entries[q.cursor]
+                a = q.assigner.assign(e.demand, e.demand.full_counts())
+                heads.append(((a.borrowing, e.order), q, e, a, q.quota.pool_version()))
+            # 2. Non-borrowing first, then priority, then age, as Kueue orders a cycle.
+            heads.sort(key=lambda h: h[0])
+            active = []
+            for _, q, e, a, version in heads:
+                if q.quota.pool_version() != version:
+                    a = q.assigner.assign(e.demand, e.demand.full_counts())
+                step = self._process(q, e, a, phase=phase)
+                if step == _ADVANCE:
+                    q.cursor += 1
+                    if q.cursor < len(q.entries):
+                        active.append(q)
+                elif step == _STOP:
+                    q.blocked = True
+
+    def _skip_known_failures(self, q: _Queue) -> bool:
+        """Fail heads whose shape already failed here; False when the queue is exhausted or blocked."""
+        while q.cursor < len(q.entries):
+            e = q.entries[q.cursor]
+            if e.demand not in q.failed_shapes:
+                return True
+            e.outcome = _FAILED
+            if q.cq.queueing_strategy == STRICT_FIFO:
+                q.blocked = True
+                return False
+            q.cursor += 1
+        return False
+
+    def _process(self, q: _Queue, e: _Entry, a: Assignment, *, phase: int) -> int:
+        # 1. Fits whole.
+        if a.mode == FIT:
+            if phase == 1 and a.borrowing:
+                return _PAUSE
+            self._admit(q, e, a)
+            return _ADVANCE
+        # 2. Fits whole once victims are gone.
+        if a.mode == PREEMPT:
+            if phase == 1:
+                return _PAUSE
+            if self._preempt(q, e, a):
+                return _ADVANCE
+            e.preemption_failed = True
+        # 3. Fits with fewer pods (minCount), all-or-nothing above it.
+        partial = self._partial(q, e)
+        if partial is not None:
+            if phase == 1 and partial.borrowing:
+                return _PAUSE
+            self._admit(q, e, partial)
+            return _ADVANCE
+        # 4. Does not fit: remember the shape, then block (StrictFIFO) or move on (BestEffortFIFO).
+        e.outcome = _FAILED
+        q.failed_shapes[e.demand] = a.mode
+        return _STOP if q.cq.queueing_strategy == STRICT_FIFO else _ADVANCE
+
+    def _partial(self, q: _Queue, e: _Entry) -> Assignment | None:
+        index = e.demand.partial_index
+        if index is None:
+            return None
+        pod_set = e.demand.pod_sets[index]
+        assert pod_set.min_count is not None
+        full = list(e.demand.full_counts())
+        lo, hi, best = pod_set.min_count, pod_set.count - 1, None
+        while lo <= hi:  # fitting is monotone in the count: binary search the largest count that fits
+            mid = (lo + hi) // 2
+            full[index] = mid
+            a = q.assigner.assign(e.demand, tuple(full))
+            if a.mode == FIT:
+                best, lo = a, mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+    def _admit(self, q: _Queue, e: _Entry, a: Assignment) -> None:
+        q.quota.add(a.usage)
+        e.outcome = _ADMITTED
+        wl = e.workload
+        pod_sets = []
+        for pod_set, count, flavors in zip(wl.pod_sets, a.counts, a.flavors, strict=True):
+            usage = {r: pod_set.requests[r] * count for r in flavors if r in pod_set.requests}
+            if "pods" in flavors:
+                usage["pods"] = Quantity.from_units(count)
+            pod_sets.append(PodSetAdmission(pod_set.name, dict(sorted(flavors.items())), usage, count))
+        partial = a.counts != e.demand.full_counts()
+        self.admitted.append(AdmissionDecision(wl.key, wl.uid, q.cq.name, tuple(pod_sets), a.borrowing, partial))
+
+    def _preempt(self, q: _Queue, e: _Entry, a: Assignment) -> bool:
+        wl = e.workload
+        preemptor = Preemptor(q.cq, wl.priority, wl.created, a.usage, a.short)
+        victims = find_victims(self.book, preemptor, self.holders.get(_pool(q.cq), []), self.taken)
+        if not victims:
+            return False
+        # Hold the preemptor's quota while its victims still run, so nothing else takes what they free.
+        q.quota.add(a.usage)
+        e.outcome = _PREEMPTING
+        self.taken.update(h.key for h, _ in victims)
+        self.preemptions.append(
+            PreemptionDecision(
+                wl.key,
+                wl.uid,
+                q.cq.name,
+                tuple(
+                    Victim(h.key, h.uid, h.cluster_queue, reason, victim_message(wl.uid, reason))
+                    for h, reason in victims
+                ),
+            )
+        )
+        return True
+
+    # -- pending reasons ------------------------------------------------------------------------------------
+
+    def _explain(self) -> None:
+        """Reasons for everything left, computed against the final usage of the pass (memoised per shape)."""
+        for q in self.queues.values():
+            waiting = [e for e in q.entries if e.outcome != _ADMITTED]
+            memo: dict[tuple[Demand, bool], tuple[str, str, str]] = {}
+            blocker: _Entry | None = None
+            for position, e in enumerate(waiting, start=1):
+                where = f"position {position} of {len(waiting)} in ClusterQueue {q.cq.name}"
+                if e.outcome == _PREEMPTING:
+                    reason, text, retry = (
+                        constants.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
+                        "waiting for preempted workloads to be evicted",
+                        RETRY_ON_PREEMPTED,
+                    )
+                elif e.outcome == _FAILED:
+                    key = (e.demand, e.preemption_failed)
+                    if key not in memo:
+                        explained = q.assigner.assign(e.demand, e.demand.full_counts(), explain=True)
+                        memo[key] = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
+                    reason, text, retry = memo[key]
+                    if q.cq.queueing_strategy == STRICT_FIFO:
+                        blocker = e
+                else:
+                    head = blocker.workload if blocker is not None else None
+                    name = f"{head.namespace}/{head.name}" if head is not None else "an earlier workload"
+                    reason, text, retry = (
+                        constants.REASON_WAITING_FOR_QUOTA,
+                        f"StrictFIFO: waiting behind {name}, which does not fit",
+                        RETRY_ON_QUOTA_FREED,
+                    )
+                self._pend(e.workload, q.cq.name, reason, f"{text}; {where}", retry, position)
+
+    def _pend(
+        self, wl: Workload, cq: str | None, reason: str, message: str, retry_on: str, position: int | None = None
+    ) -> None:
+        self.pending.append(PendingDecision(wl.key, wl.uid, cq, reason, message, position, retry_on))
+
+
+def pending_by_workload(result: SchedulingResult) -> Mapping[tuple[str, str], PendingDecision]:
+    return {p.workload: p for p in result.pending}
