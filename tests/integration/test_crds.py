@@ -318,6 +318,16 @@ def test_workload_defaults(cluster: LocalCluster) -> None:
     assert spec["priorityClassSource"] == ""
 
 
+def test_cluster_queue_without_spec_gets_the_defaults(cluster: LocalCluster) -> None:
+    done = dry_run_create(cluster, without(cluster_queue(), "spec"))
+    assert done.returncode == 0, done.stderr
+    spec = json.loads(done.stdout)["spec"]
+
+    assert (spec["queueingStrategy"], spec["stopPolicy"]) == ("BestEffortFIFO", "None")
+    assert spec["preemption"]["withinClusterQueue"] == "Never"
+    assert "namespaceSelector" not in spec  # unset selects no namespace; it must not be defaulted to {}
+
+
 def test_local_queue_defaults(cluster: LocalCluster) -> None:
     done = dry_run_create(cluster, local_queue(fairSharing={}))
     assert done.returncode == 0, done.stderr
@@ -543,6 +553,7 @@ INVALID = [
         id="workload-no-podsets",
     ),
     pytest.param(without(workload(), "spec", "podSets"), "spec.podSets: Required value", id="workload-podsets-missing"),
+    pytest.param(without(workload(), "spec"), "spec: Required value", id="workload-without-spec"),
     pytest.param(
         workload(pod_sets=_pod_sets(19)),
         "spec.podSets: Too many: 19: must have at most 18 items",
