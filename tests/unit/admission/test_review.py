@@ -1,0 +1,92 @@
+"""AdmissionReview decoding and encoding follow the API server's contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.unit.admission.builders import decode_patch, make_job, review_body
+from webhook.admission import review
+from webhook.admission.verdict import Verdict, allow, deny
+
+
+def body(**changes: Any) -> bytes:
+    data = review_body(make_job())
+    data["request"].update(changes)
+    return orjson.dumps(data)
+
+
+def test_decodes_the_fields_policies_read() -> None:
+    request = review.decode(orjson.dumps(review_body(make_job(), operation="UPDATE", old=make_job(), dry_run=True)))
+    assert (request.group, request.version, request.kind) == ("batch", "v1", "Job")
+    assert request.operation == "UPDATE"
+    assert request.namespace == "team-a"
+    assert request.username == "alice"
+    assert request.dry_run is True
+    assert request.object is not None and request.old_object is not None
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        pytest.param(b'{"apiVersion": "admission.k8s.io/v1", "kind"', "not valid JSON", id="truncated-json"),
+        pytest.param(b"[]", "JSON object", id="not-an-object"),
+        pytest.param(b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}', "expected apiVersion",
+                     id="v1beta1"),
+        pytest.param(b'{"apiVersion": "admission.k8s.io/v1", "kind": "Pod"}', "expected apiVersion", id="wrong-kind"),
+        pytest.param(b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "request must be",
+                     id="no-request"),
+        pytest.param(body(uid=""), "request.uid", id="empty-uid"),
+        pytest.param(body(uid="x" * 500), "request.uid", id="huge-uid"),
+        pytest.param(body(uid=7), "request.uid", id="numeric-uid"),
+        pytest.param(body(operation="PATCH"), "request.operation", id="unknown-operation"),
+        pytest.param(body(kind="Job"), "request.kind", id="kind-not-an-object"),
+        pytest.param(body(object=[1, 2]), "request.object", id="object-is-a-list"),
+        pytest.param(body(userInfo={"groups": "admins"}), "groups", id="groups-not-a-list"),
+        pytest.param(body(dryRun="yes"), "dryRun", id="dry-run-not-bool"),
+        pytest.param(b"[" * 5000 + b"]" * 5000, "not valid JSON", id="deep-nesting"),
+    ],
+)
+def test_malformed_reviews_are_refused_with_a_reason(raw: bytes, reason: str) -> None:
+    with pytest.raises(review.MalformedReview, match=reason):
+        review.decode(raw)
+
+
+def test_missing_uid_is_malformed() -> None:
+    data = review_body(make_job())
+    del data["request"]["uid"]
+    with pytest.raises(review.MalformedReview, match="uid"):
+        review.decode(orjson.dumps(data))
+
+
+def test_response_echoes_uid_and_envelope() -> None:
+    out = orjson.loads(review.encode("abc", allow(), mutating=False))
+    assert out == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                   "response": {"uid": "abc", "allowed": True}}
+
+
+def test_mutating_response_carries_a_base64_json_patch() -> None:
+    ops = ({"op": "add", "path": "/spec/suspend", "value": True},)
+    out = orjson.loads(review.encode("abc", Verdict(allowed=True, patch=ops), mutating=True))["response"]
+    assert out["patchType"] == "JSONPatch"
+    assert decode_patch(out["patch"]) == list(ops)
+
+
+def test_validating_response_never_carries_a_patch() -> None:
+    ops = ({"op": "add", "path": "/spec/suspend", "value": True},)
+    out = orjson.loads(review.encode("abc", Verdict(allowed=True, patch=ops), mutating=False))["response"]
+    assert "patch" not in out and "patchType" not in out
+
+
+def test_denial_has_a_status_message_and_no_patch() -> None:
+    out = orjson.loads(review.encode("abc", deny("spec.suspend: Forbidden: not admitted"), mutating=True))["response"]
+    assert out["allowed"] is False
+    assert out["status"] == {"code": 403, "message": "spec.suspend: Forbidden: not admitted"}
+    assert "patch" not in out
+
+
+def test_warnings_are_kept_short() -> None:
+    out = orjson.loads(review.encode("abc", allow(warnings=["w" * 1000]), mutating=False))["response"]
+    assert len(out["warnings"][0]) <= 256
