@@ -76,9 +76,17 @@ class PendingDecision:
     uid: str
     cluster_queue: str | None  # None when the workload's queue could not be resolved
     reason: str  # QuotaReserved=False condition reason (WaitingForQuota, NoMatchingFlavor, ...)
-    message: str  # for people: what is missing where, position, whether preemption helps
+    detail: str  # what is missing where, whether preemption helps (shared by identical workloads)
     position: int | None  # 1-based position among the ClusterQueue's pending workloads
+    queue_length: int | None  # how many workloads are pending in that ClusterQueue
     retry_on: str  # RETRY_ON_*: what must happen before scheduling it again can change the answer
+
+    @property
+    def message(self) -> str:
+        """The condition message for people; built on demand, as most of 50,000 are never written."""
+        if self.position is None:
+            return self.detail
+        return f"{self.detail}; position {self.position} of {self.queue_length} in ClusterQueue {self.cluster_queue}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,11 @@ class PodSetDemand:
     tolerations: tuple[Toleration, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Demand:
+    """A workload's demand. Interned by ``DemandCache``: equal demands are one object, so identity is equality
+    (and hashing stays in C on the scheduler's hot path)."""
+
     pod_sets: tuple[PodSetDemand, ...]
 
     @property
@@ -45,6 +48,30 @@ def pod_set_demand(pod_set: PodSet) -> PodSetDemand:
         node_selector=tuple(sorted(pod_set.node_selector.items())),
         tolerations=pod_set.tolerations,
     )
+
+
+class DemandCache:
+    """Builds each distinct demand once per pass; thousands of identical workloads share one ``Demand``."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[object, ...], Demand] = {}
+
+    def of(self, workload: Workload) -> Demand:
+        key = tuple(
+            (
+                p.name,
+                p.count,
+                p.min_count,
+                tuple(sorted((r, q.nano) for r, q in p.requests.items() if q.nano != 0)),
+                tuple(sorted(p.node_selector.items())) if p.node_selector else (),
+                p.tolerations,
+            )
+            for p in workload.pod_sets
+        )
+        demand = self._by_key.get(key)
+        if demand is None:
+            demand = self._by_key[key] = Demand(tuple(PodSetDemand(*k) for k in key))
+        return demand
 
 
 def workload_demand(workload: Workload) -> Demand:

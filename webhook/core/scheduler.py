@@ -48,7 +48,7 @@ from webhook.core.decisions import (
     Victim,
     victim_message,
 )
-from webhook.core.demand import Demand, workload_demand
+from webhook.core.demand import Demand, DemandCache
 from webhook.core.preemption import Holder, Preemptor, find_victims
 from webhook.core.quota import QueueQuota, QuotaBook
 from webhook.core.reasons import explain_shortage
@@ -140,8 +140,10 @@ class _Pass:
             self.queues[cq.name] = _Queue(cq, quota, assigner)
 
         # 3. Pending workloads into their queues, or straight to a pending reason when they cannot queue.
+        demands = DemandCache()
+        resolved: dict[tuple[str, str], _Queue | tuple[str | None, tuple[str, str]]] = {}
         for wl in workloads:
-            if not wl.pending:
+            if wl.admission is not None or not wl.pending:
                 continue
             if wl.requeue_at is not None and wl.requeue_at > now:
                 self._pend(
@@ -152,13 +154,16 @@ class _Pass:
                     RETRY_ON_TIME,
                 )
                 continue
-            target = self._resolve(wl)
+            queue_key = (wl.namespace, wl.queue_name)
+            target = resolved.get(queue_key)
+            if target is None:
+                target = resolved[queue_key] = self._resolve(wl)
             if isinstance(target, tuple):
                 cq_name, (reason, message) = target
                 self._pend(wl, cq_name, reason, message, RETRY_ON_QUEUE_CHANGED)
                 continue
             order = (-wl.priority, wl.created.timestamp(), wl.uid, wl.namespace, wl.name)
-            target.entries.append(_Entry(wl, workload_demand(wl), order))
+            target.entries.append(_Entry(wl, demands.of(wl), order))
         for q in self.queues.values():
             q.entries.sort(key=lambda e: e.order)
 
@@ -336,7 +341,6 @@ class _Pass:
             memo: dict[tuple[Demand, bool], tuple[str, str, str]] = {}
             blocker: _Entry | None = None
             for position, e in enumerate(waiting, start=1):
-                where = f"position {position} of {len(waiting)} in ClusterQueue {q.cq.name}"
                 if e.outcome == _PREEMPTING:
                     reason, text, retry = (
                         constants.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
@@ -359,12 +363,19 @@ class _Pass:
                         f"StrictFIFO: waiting behind {name}, which does not fit",
                         RETRY_ON_QUOTA_FREED,
                     )
-                self._pend(e.workload, q.cq.name, reason, f"{text}; {where}", retry, position)
+                self._pend(e.workload, q.cq.name, reason, text, retry, position, len(waiting))
 
     def _pend(
-        self, wl: Workload, cq: str | None, reason: str, message: str, retry_on: str, position: int | None = None
+        self,
+        wl: Workload,
+        cq: str | None,
+        reason: str,
+        detail: str,
+        retry_on: str,
+        position: int | None = None,
+        length: int | None = None,
     ) -> None:
-        self.pending.append(PendingDecision(wl.key, wl.uid, cq, reason, message, position, retry_on))
+        self.pending.append(PendingDecision(wl.key, wl.uid, cq, reason, detail, position, length, retry_on))
 
 
 def pending_by_workload(result: SchedulingResult) -> Mapping[tuple[str, str], PendingDecision]:

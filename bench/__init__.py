@@ -1,0 +1,1 @@
+"""Benchmarks: scenarios and the scripts that time them; results are printed, never asserted."""
