@@ -363,6 +363,20 @@ VALID = [
         id="cluster-queue-limits-with-cohort",
     ),
     pytest.param(
+        cluster_queue(
+            cohort="research",
+            groups=[
+                resource_group(
+                    ["cpu", "memory"],
+                    flavor_quotas(
+                        "a", resource_quota("cpu", "2", lending=2), resource_quota("memory", "1Gi", lending="1024Mi")
+                    ),
+                )
+            ],
+        ),
+        id="cluster-queue-lending-limit-equal-to-nominal",
+    ),
+    pytest.param(
         cluster_queue(preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}),
         id="cluster-queue-borrow-preempt",
     ),
@@ -469,6 +483,14 @@ INVALID = [
         cluster_queue(groups=[resource_group(["cpu"], flavor_quotas("a", resource_quota("cpu", 4, lending=1)))]),
         "spec: Invalid value: lendingLimit must be nil when cohort is empty",
         id="lending-limit-without-cohort",
+    ),
+    pytest.param(
+        cluster_queue(
+            cohort="research",
+            groups=[resource_group(["cpu"], flavor_quotas("a", resource_quota("cpu", 2, lending="2500m")))],
+        ),
+        "resources[0]: Invalid value: lendingLimit must be less than or equal to nominalQuota",
+        id="lending-limit-above-nominal",
     ),
     pytest.param(
         cluster_queue(preemption={"borrowWithinCohort": {"policy": "LowerPriority"}}),
