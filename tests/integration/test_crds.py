@@ -522,6 +522,11 @@ INVALID = [
         "nominalQuota: Required value",
         id="quota-without-nominal",
     ),
+    pytest.param(
+        cluster_queue(groups=[resource_group(["gpu cores"], flavor_quotas("a", resource_quota("gpu cores", 1)))]),
+        "spec.resourceGroups[0].coveredResources[0] in body should match",
+        id="resource-name-not-qualified",
+    ),
     # LocalQueue
     pytest.param(
         local_queue(stopPolicy="Pause"),
