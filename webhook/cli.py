@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="also write webhooks.yaml (with caBundle) and the pair here, e.g. manifests/webhook/self-managed",
     )
     certs.set_defaults(func=_certs)
+
+    # queues, workloads, why, stop, resume: their parser imports only argparse, their work loads when run.
+    from webhook.usercli import parser as usercli_parser
+
+    usercli_parser.register(sub)
     return parser
 
 

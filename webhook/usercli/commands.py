@@ -1,0 +1,240 @@
+"""The I/O of the user and admin commands: read objects through ``Kube``, hand them to ``views``, print.
+
+Owns: one coroutine per subcommand (returning the text to print, so tests read it without a terminal),
+finding the kubeconfig and default namespace the way kubectl does, and turning API errors into one line.
+Must not: compute positions or states (``views``) or lay out text (``render``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from webhook.kube import resources as r
+from webhook.kube.client import Kube
+from webhook.kube.errors import Forbidden, KubeError, NotFound
+from webhook.kube.objects import Object
+from webhook.usercli import render, views
+
+StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
+_SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+class CommandError(Exception):
+    """A problem the user can fix (a name not found, a permission missing): printed as one line, exit 1."""
+
+
+async def _list_visible(kube: Kube, resource: r.Resource, namespace: str | None) -> tuple[list[Object], bool]:
+    """Objects of every namespace if we may list them, else of ``namespace``; and whether all were listed."""
+    try:
+        return (await kube.list(resource)).items, True
+    except Forbidden:
+        if namespace is None:
+            raise
+        return (await kube.list(resource, namespace=namespace)).items, False
+
+
+async def _get_or_none(kube: Kube, resource: r.Resource, name: str, *, namespace: str | None = None) -> Object | None:
+    if not name:
+        return None
+    try:
+        return await kube.get(resource, name, namespace=namespace)
+    except (NotFound, Forbidden):
+        return None
+
+
+def _output(value: Any, fmt: render.OutputFormat, text: str) -> str:
+    return text if fmt == "table" else render.dump(value, fmt)
+
+
+async def queues(kube: Kube, *, namespace: str | None, fmt: render.OutputFormat = "table") -> str:
+    """ClusterQueues (when readable) and LocalQueues (of ``namespace``, or all when None)."""
+    notes = []
+    try:
+        cqs = [views.cluster_queue_view(o) for o in (await kube.list(r.CLUSTER_QUEUE)).items]
+    except Forbidden:
+        cqs, notes = [], ["you may not list ClusterQueues; showing LocalQueues only"]
+    lqs = [views.local_queue_view(o) for o in (await kube.list(r.LOCAL_QUEUE, namespace=namespace)).items]
+    cqs.sort(key=lambda q: q.name)
+    lqs.sort(key=lambda q: (q.namespace, q.name))
+    parts = [render.cluster_queues_table(cqs)] if cqs else []
+    parts.append(render.local_queues_table(lqs) if lqs else "No LocalQueues found.")
+    parts += [f"Note: {n}" for n in notes]
+    return _output({"clusterQueues": cqs, "localQueues": lqs}, fmt, "\n\n".join(parts))
+
+
+async def workloads(
+    kube: Kube,
+    *,
+    namespace: str | None,
+    pending_only: bool,
+    now: datetime,
+    fmt: render.OutputFormat = "table",
+) -> str:
+    """Workloads of ``namespace`` (all when None), pending ones with their position in their ClusterQueue."""
+    everything, complete = await _list_visible(kube, r.WORKLOAD, namespace)
+    local_queues, _ = await _list_visible(kube, r.LOCAL_QUEUE, namespace)
+    rows = views.workload_views(everything, local_queues=local_queues, now=now)
+    rows = [w for w in rows if namespace is None or w.namespace == namespace]
+    if pending_only:
+        rows = [w for w in rows if w.state == "Pending"]
+    rows = views.sort_for_listing(rows)
+    text = "No workloads found." if not rows else render.workloads_table(rows, all_namespaces=namespace is None)
+    if not complete:
+        text += f"\n\nNote: positions count only the workloads of namespace {namespace} (you may not list others)"
+    return _output(rows, fmt, text)
+
+
+async def why(kube: Kube, target: str, *, namespace: str, now: datetime, fmt: render.OutputFormat = "table") -> str:
+    """Why ``target`` (``NAME`` or ``job/NAME`` for a Job, ``workload/NAME``) waits, or what it is doing."""
+    kind, _, name = target.rpartition("/")
+    kind = (kind or "job").lower()
+    job: Object | None = None
+    if kind in ("job", "jobs", "job.batch"):
+        subject = f"Job {namespace}/{name}"
+        try:
+            job = await kube.get(r.JOB, name, namespace=namespace)
+        except NotFound:
+            raise CommandError(f"job {name!r} not found in namespace {namespace!r}") from None
+        wls, _ = await _list_visible(kube, r.WORKLOAD, namespace)
+        workload = views.find_workload_for(job, [w for w in wls if w["metadata"].get("namespace") == namespace])
+    elif kind in ("workload", "workloads", "wl"):
+        subject = f"Workload {namespace}/{name}"
+        try:
+            workload = await kube.get(r.WORKLOAD, name, namespace=namespace)
+        except NotFound:
+            raise CommandError(f"workload {name!r} not found in namespace {namespace!r}") from None
+    else:
+        raise CommandError(f"cannot explain a {kind!r}: give a job name, job/NAME or workload/NAME")
+
+    local_queue = cluster_queue = None
+    peers: list[Object] = []
+    local_queues: list[Object] = []
+    if workload is not None:
+        spec, status = workload.get("spec") or {}, workload.get("status") or {}
+        local_queue = await _get_or_none(kube, r.LOCAL_QUEUE, str(spec.get("queueName", "")), namespace=namespace)
+        cq_name = (status.get("admission") or {}).get("clusterQueue") or (
+            (local_queue or {}).get("spec", {}).get("clusterQueue", "")
+        )
+        cluster_queue = await _get_or_none(kube, r.CLUSTER_QUEUE, str(cq_name))
+        peers, _ = await _list_visible(kube, r.WORKLOAD, namespace)
+        local_queues, _ = await _list_visible(kube, r.LOCAL_QUEUE, namespace)
+    report = views.explain(
+        subject,
+        job=job,
+        workload=workload,
+        local_queue=local_queue,
+        cluster_queue=cluster_queue,
+        peers=peers,
+        local_queues=local_queues,
+        now=now,
+    )
+    return _output(report, fmt, render.why_text(report))
+
+
+async def set_stop_policy(
+    kube: Kube,
+    name: str,
+    *,
+    policy: StopPolicy,
+    local_queue_namespace: str | None = None,
+    dry_run: bool = False,
+) -> str:
+    """Stop (``Hold``: admit nothing new; ``HoldAndDrain``: also evict the admitted) or resume (``None``)."""
+    resource = r.LOCAL_QUEUE if local_queue_namespace is not None else r.CLUSTER_QUEUE
+    try:
+        await kube.patch(
+            resource,
+            name,
+            {"spec": {"stopPolicy": policy}},
+            namespace=local_queue_namespace,
+            dry_run=dry_run,
+        )
+    except NotFound:
+        where = f" in namespace {local_queue_namespace!r}" if local_queue_namespace is not None else ""
+        raise CommandError(f"{resource.kind.lower()} {name!r} not found{where}") from None
+    what = f"{resource.kind.lower()}/{name}" + (f" -n {local_queue_namespace}" if local_queue_namespace else "")
+    done = "resumed" if policy == "None" else f"stopped ({policy})"
+    return f"{what} {done}" + (" (dry run)" if dry_run else "")
+
+
+# -- connecting -----------------------------------------------------------------------------------------
+
+
+def kubeconfig_path(flag: str | None) -> Path | None:
+    """``--kubeconfig``, else the first existing file of ``$KUBECONFIG``, else ~/.kube/config; None if none."""
+    if flag:
+        return Path(flag)
+    for candidate in filter(None, os.environ.get("KUBECONFIG", "").split(os.pathsep)):
+        if Path(candidate).exists():
+            return Path(candidate)
+    default = Path.home() / ".kube" / "config"
+    return default if default.exists() else None
+
+
+def default_namespace(kubeconfig: Path | None, context: str | None) -> str:
+    """The namespace of the kubeconfig context (as kubectl picks it), or the pod's own, or ``default``."""
+    if kubeconfig is None:
+        return _SA_NAMESPACE.read_text().strip() if _SA_NAMESPACE.exists() else "default"
+    try:
+        config = yaml.safe_load(kubeconfig.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return "default"
+    wanted = context or config.get("current-context")
+    for entry in config.get("contexts") or []:
+        if entry.get("name") == wanted:
+            return str((entry.get("context") or {}).get("namespace") or "default")
+    return "default"
+
+
+async def _run(args: argparse.Namespace, kubeconfig: Path | None) -> str:
+    from webhook.kube.apiserver import ApiServerKube
+
+    fmt: render.OutputFormat = getattr(args, "output", "table")
+    now = datetime.now(UTC)
+    client = (
+        ApiServerKube(kubeconfig=kubeconfig, context=args.context) if kubeconfig else ApiServerKube(in_cluster=True)
+    )
+    async with client as kube:
+        if args.command == "queues":
+            return await queues(kube, namespace=args.namespace if args.namespace_given else None, fmt=fmt)
+        if args.command == "workloads":
+            namespace = None if args.all_namespaces else args.namespace
+            return await workloads(kube, namespace=namespace, pending_only=args.pending, now=now, fmt=fmt)
+        if args.command == "why":
+            return await why(kube, args.target, namespace=args.namespace, now=now, fmt=fmt)
+        policy: StopPolicy = "None" if args.command == "resume" else ("HoldAndDrain" if args.drain else "Hold")
+        return await set_stop_policy(
+            kube,
+            args.name,
+            policy=policy,
+            local_queue_namespace=args.namespace if args.local_queue else None,
+            dry_run=args.dry_run,
+        )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point from ``webhook.cli``: print the command's output, or one line of error and exit 1."""
+    kubeconfig = kubeconfig_path(args.kubeconfig)
+    if kubeconfig is None and "KUBERNETES_SERVICE_HOST" not in os.environ:
+        print("turnstile: no kubeconfig found (use --kubeconfig or $KUBECONFIG)", file=sys.stderr)
+        return 1
+    args.namespace_given = args.namespace is not None
+    if args.namespace is None:
+        args.namespace = default_namespace(kubeconfig, args.context)
+    try:
+        print(asyncio.run(_run(args, kubeconfig)))
+    except CommandError as e:
+        print(f"turnstile: {e}", file=sys.stderr)
+        return 1
+    except KubeError as e:
+        print(f"turnstile: {e.message}", file=sys.stderr)
+        return 1
+    return 0
