@@ -19,8 +19,14 @@ OPTIONS = AdmissionOptions(trusted_users=frozenset({TURNSTILE_USER}))
 WORKLOAD = workload_name.for_job(NAMESPACE, "pi")
 
 
-def mutated(job: dict[str, Any], *, view: StaticView | None = None, options: AdmissionOptions = OPTIONS,
-            namespace: str = NAMESPACE, dry_run: bool = False) -> dict[str, Any]:
+def mutated(
+    job: dict[str, Any],
+    *,
+    view: StaticView | None = None,
+    options: AdmissionOptions = OPTIONS,
+    namespace: str = NAMESPACE,
+    dry_run: bool = False,
+) -> dict[str, Any]:
     request = make_request(job, namespace=namespace, dry_run=dry_run)
     verdict = job_policy.mutate(request, view or StaticView(), options)
     assert verdict.allowed
@@ -61,8 +67,10 @@ class TestMutate:
         options = AdmissionOptions(manage_jobs_without_queue_name=True)
         assert mutated(make_job(queue=None), options=options)["spec"]["suspend"] is True
 
-    @pytest.mark.parametrize("namespace", [pytest.param("kube-system", id="kube-system"),
-                                           pytest.param("turnstile-system", id="own-namespace")])
+    @pytest.mark.parametrize(
+        "namespace",
+        [pytest.param("kube-system", id="kube-system"), pytest.param("turnstile-system", id="own-namespace")],
+    )
     def test_protected_namespaces_are_never_touched(self, namespace: str) -> None:
         options = AdmissionOptions(manage_jobs_without_queue_name=True)
         job = make_job()
@@ -111,11 +119,18 @@ class TestMutate:
         assert c.WORKLOAD_NAME_ANNOTATION not in out["metadata"].get("annotations", {})
 
 
-def validate(job: dict[str, Any], *, old: dict[str, Any] | None = None, view: StaticView | None = None,
-             user: str = "alice", options: AdmissionOptions = OPTIONS) -> str | None:
+def validate(
+    job: dict[str, Any],
+    *,
+    old: dict[str, Any] | None = None,
+    view: StaticView | None = None,
+    user: str = "alice",
+    options: AdmissionOptions = OPTIONS,
+) -> str | None:
     operation = "UPDATE" if old is not None else "CREATE"
-    verdict = job_policy.validate(make_request(job, operation=operation, old=old, user=user), view or StaticView(),
-                                  options)
+    verdict = job_policy.validate(
+        make_request(job, operation=operation, old=old, user=user), view or StaticView(), options
+    )
     return None if verdict.allowed else verdict.message
 
 
@@ -124,29 +139,40 @@ class TestValidateCreate:
         ("job", "fragment"),
         [
             pytest.param(make_job(queue="Bad_Queue"), "metadata.labels[kueue.x-k8s.io/queue-name]", id="queue-name"),
-            pytest.param(make_job(labels={c.MAX_EXEC_TIME_LABEL: "soon"}), "whole number of seconds",
-                         id="max-exec-not-a-number"),
+            pytest.param(
+                make_job(labels={c.MAX_EXEC_TIME_LABEL: "soon"}), "whole number of seconds", id="max-exec-not-a-number"
+            ),
             pytest.param(make_job(labels={c.MAX_EXEC_TIME_LABEL: "0"}), "greater than 0", id="max-exec-zero"),
-            pytest.param(make_job(parallelism=4, annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "4"}),
-                         "between 1 and 3", id="min-parallelism-not-below-parallelism"),
-            pytest.param(make_job(parallelism=4, annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "x"}),
-                         "whole number of pods", id="min-parallelism-not-a-number"),
-            pytest.param(make_job(parallelism=4, completions=2,
-                                  annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}),
-                         "between 1 and 1", id="min-parallelism-capped-by-completions"),
+            pytest.param(
+                make_job(parallelism=4, annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "4"}),
+                "between 1 and 3",
+                id="min-parallelism-not-below-parallelism",
+            ),
+            pytest.param(
+                make_job(parallelism=4, annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "x"}),
+                "whole number of pods",
+                id="min-parallelism-not-a-number",
+            ),
+            pytest.param(
+                make_job(parallelism=4, completions=2, annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}),
+                "between 1 and 1",
+                id="min-parallelism-capped-by-completions",
+            ),
         ],
     )
     def test_refused(self, job: dict[str, Any], fragment: str) -> None:
         message = validate(job)
-        assert message is not None and fragment in message
+        assert message is not None
+        assert fragment in message
 
     @pytest.mark.parametrize(
         "job",
         [
             pytest.param(make_job(), id="plain"),
             pytest.param(make_job(labels={c.MAX_EXEC_TIME_LABEL: "3600"}), id="max-exec"),
-            pytest.param(make_job(parallelism=4, annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}),
-                         id="partial-admission"),
+            pytest.param(
+                make_job(parallelism=4, annotations={c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}), id="partial-admission"
+            ),
         ],
     )
     def test_allowed(self, job: dict[str, Any]) -> None:
@@ -158,7 +184,8 @@ class TestValidateUpdate:
         message = validate(make_job(suspend=False), old=make_job(suspend=True))
         assert message is not None
         assert "spec.suspend: Forbidden" in message
-        assert WORKLOAD in message and "kubectl -n team-a get workload" in message
+        assert WORKLOAD in message
+        assert "kubectl -n team-a get workload" in message
 
     def test_unsuspending_an_admitted_job_is_allowed(self) -> None:
         view = StaticView(admitted_workloads={(NAMESPACE, WORKLOAD)})
@@ -175,16 +202,20 @@ class TestValidateUpdate:
 
     def test_unsuspending_and_dropping_the_label_at_once_is_still_refused(self) -> None:
         message = validate(make_job(queue=None, suspend=False), old=make_job(suspend=True))
-        assert message is not None and "spec.suspend" in message
+        assert message is not None
+        assert "spec.suspend" in message
 
     @pytest.mark.parametrize(
         ("new_queue", "fragment"),
-        [pytest.param("other", "cannot change while the job runs", id="changed"),
-         pytest.param(None, "cannot change while the job runs", id="removed")],
+        [
+            pytest.param("other", "cannot change while the job runs", id="changed"),
+            pytest.param(None, "cannot change while the job runs", id="removed"),
+        ],
     )
     def test_queue_of_a_running_job_is_fixed(self, new_queue: str | None, fragment: str) -> None:
         message = validate(make_job(queue=new_queue, suspend=False), old=make_job(suspend=False))
-        assert message is not None and fragment in message
+        assert message is not None
+        assert fragment in message
 
     def test_queue_of_a_suspended_job_may_change(self) -> None:
         assert validate(make_job(queue="other", suspend=True), old=make_job(suspend=True)) is None
@@ -192,7 +223,8 @@ class TestValidateUpdate:
     def test_queue_label_cannot_be_removed_where_a_default_queue_exists(self) -> None:
         view = StaticView(local_queues={(NAMESPACE, "default")})
         message = validate(make_job(queue=None, suspend=True), old=make_job(suspend=True), view=view)
-        assert message is not None and "LocalQueue 'default'" in message
+        assert message is not None
+        assert "LocalQueue 'default'" in message
 
     def test_queue_label_may_be_removed_from_a_suspended_job_otherwise(self) -> None:
         assert validate(make_job(queue=None, suspend=True), old=make_job(suspend=True)) is None
@@ -201,25 +233,29 @@ class TestValidateUpdate:
         old = make_job(suspend=False, labels={c.MAX_EXEC_TIME_LABEL: "60"})
         new = make_job(suspend=False, labels={c.MAX_EXEC_TIME_LABEL: "6000"})
         message = validate(new, old=old)
-        assert message is not None and c.MAX_EXEC_TIME_LABEL in message
+        assert message is not None
+        assert c.MAX_EXEC_TIME_LABEL in message
 
     def test_priority_class_cannot_be_removed(self) -> None:
         old = make_job(suspend=True, labels={c.PRIORITY_CLASS_LABEL: "high"})
         message = validate(make_job(suspend=True), old=old)
-        assert message is not None and "cannot be removed" in message
+        assert message is not None
+        assert "cannot be removed" in message
 
     def test_parallelism_is_fixed_while_running_with_partial_admission(self) -> None:
         annotations = {c.JOB_MIN_PARALLELISM_ANNOTATION: "2"}
         old = make_job(suspend=False, parallelism=4, annotations=annotations)
         new = make_job(suspend=False, parallelism=8, annotations=annotations)
         message = validate(new, old=old)
-        assert message is not None and "spec.parallelism" in message
+        assert message is not None
+        assert "spec.parallelism" in message
 
     def test_the_workload_stamp_cannot_be_edited(self) -> None:
         old = make_job(suspend=True, annotations={c.WORKLOAD_NAME_ANNOTATION: WORKLOAD})
         new = make_job(suspend=True, annotations={c.WORKLOAD_NAME_ANNOTATION: "job-other-12345"})
         message = validate(new, old=old)
-        assert message is not None and c.WORKLOAD_NAME_ANNOTATION in message
+        assert message is not None
+        assert c.WORKLOAD_NAME_ANNOTATION in message
 
     def test_every_problem_is_reported_at_once(self) -> None:
         old = make_job(suspend=True)
@@ -227,4 +263,6 @@ class TestValidateUpdate:
         message = validate(new, old=old)
         assert message is not None
         assert message.startswith("[")
-        assert "spec.suspend" in message and "queue-name" in message and c.MAX_EXEC_TIME_LABEL in message
+        assert "spec.suspend" in message
+        assert "queue-name" in message
+        assert c.MAX_EXEC_TIME_LABEL in message

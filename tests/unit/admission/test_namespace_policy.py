@@ -40,13 +40,16 @@ def test_opt_in_label_requires_true() -> None:
     ("raw", "labels", "matches"),
     [
         pytest.param({"matchLabels": {"team": "ml"}}, {"team": "ml"}, True, id="match-labels"),
-        pytest.param({"matchExpressions": [{"key": "t", "operator": "In", "values": ["a", "b"]}]}, {"t": "c"}, False,
-                     id="in"),
-        pytest.param({"matchExpressions": [{"key": "t", "operator": "NotIn", "values": ["a"]}]}, {}, True,
-                     id="not-in-absent"),
+        pytest.param(
+            {"matchExpressions": [{"key": "t", "operator": "In", "values": ["a", "b"]}]}, {"t": "c"}, False, id="in"
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "t", "operator": "NotIn", "values": ["a"]}]}, {}, True, id="not-in-absent"
+        ),
         pytest.param({"matchExpressions": [{"key": "t", "operator": "Exists"}]}, {"t": ""}, True, id="exists"),
-        pytest.param({"matchExpressions": [{"key": "t", "operator": "DoesNotExist"}]}, {"t": "x"}, False,
-                     id="does-not-exist"),
+        pytest.param(
+            {"matchExpressions": [{"key": "t", "operator": "DoesNotExist"}]}, {"t": "x"}, False, id="does-not-exist"
+        ),
         pytest.param({}, {"anything": "x"}, True, id="empty-matches-all"),
     ],
 )
@@ -63,7 +66,8 @@ def test_selector_problems_name_the_field() -> None:
 def test_workload_names_are_stable_distinct_and_valid() -> None:
     a = workload_name.for_job("ns", "train")
     assert a == workload_name.for_job("ns", "train")
-    assert a.startswith("job-train-") and len(a) == len("job-train-") + 5
+    assert a.startswith("job-train-")
+    assert len(a) == len("job-train-") + 5
     assert a != workload_name.for_job("other", "train")
     long = workload_name.for_job("ns", "x" * 253)
     assert len(long) <= 253

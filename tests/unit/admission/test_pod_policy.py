@@ -16,8 +16,9 @@ OPTIONS = AdmissionOptions(frameworks=frozenset({"batch/job", "pod"}), trusted_u
 GATE = {"name": c.ADMISSION_SCHEDULING_GATE}
 
 
-def mutated(pod: dict[str, Any], *, options: AdmissionOptions = OPTIONS, view: StaticView | None = None
-            ) -> dict[str, Any]:
+def mutated(
+    pod: dict[str, Any], *, options: AdmissionOptions = OPTIONS, view: StaticView | None = None
+) -> dict[str, Any]:
     verdict = pod_policy.mutate(make_request(pod), view or StaticView(), options)
     assert verdict.allowed
     return apply(pod, verdict)
@@ -58,11 +59,13 @@ def test_reinvocation_yields_an_empty_patch() -> None:
     assert pod_policy.mutate(make_request(once), StaticView(), OPTIONS).patch == ()
 
 
-def validate(pod: dict[str, Any], *, old: dict[str, Any] | None = None, user: str = "alice",
-             view: StaticView | None = None) -> str | None:
+def validate(
+    pod: dict[str, Any], *, old: dict[str, Any] | None = None, user: str = "alice", view: StaticView | None = None
+) -> str | None:
     operation = "UPDATE" if old is not None else "CREATE"
-    verdict = pod_policy.validate(make_request(pod, operation=operation, old=old, user=user),
-                                  view or StaticView(), OPTIONS)
+    verdict = pod_policy.validate(
+        make_request(pod, operation=operation, old=old, user=user), view or StaticView(), OPTIONS
+    )
     return None if verdict.allowed else verdict.message
 
 
@@ -79,7 +82,8 @@ def validate(pod: dict[str, Any], *, old: dict[str, Any] | None = None, user: st
 )
 def test_incomplete_or_bad_group_definitions_are_refused(pod: dict[str, Any], fragment: str) -> None:
     message = validate(pod)
-    assert message is not None and fragment in message
+    assert message is not None
+    assert fragment in message
 
 
 def test_complete_group_is_allowed() -> None:
@@ -89,13 +93,16 @@ def test_complete_group_is_allowed() -> None:
 def test_group_name_cannot_change() -> None:
     old = make_pod(group="g", total="3", managed=True, gated=True)
     message = validate(make_pod(group="h", total="3", managed=True, gated=True), old=old)
-    assert message is not None and "cannot leave or change its group" in message
+    assert message is not None
+    assert "cannot leave or change its group" in message
 
 
 def test_removing_the_gate_by_hand_is_refused() -> None:
     old = make_pod(group="g", total="3", managed=True, gated=True)
     message = validate(make_pod(group="g", total="3", managed=True, gated=False), old=old)
-    assert message is not None and "spec.schedulingGates: Forbidden" in message and "'g'" in message
+    assert message is not None
+    assert "spec.schedulingGates: Forbidden" in message
+    assert "'g'" in message
 
 
 def test_turnstile_removes_the_gate() -> None:

@@ -69,8 +69,13 @@ def test_every_endpoint_path_is_served_by_some_webhook() -> None:
     assert urls == {"https://h" + e.path for e in ENDPOINTS}
 
 
-@pytest.mark.parametrize("kwargs", [pytest.param({}, id="neither"),
-                                    pytest.param({"url": "https://h", "service": registration.ServiceRef()}, id="both")])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({}, id="neither"),
+        pytest.param({"url": "https://h", "service": registration.ServiceRef()}, id="both"),
+    ],
+)
 def test_exactly_one_client_config(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="exactly one"):
         registration.render_webhook_configurations(ca_bundle=None, **kwargs)

@@ -25,7 +25,8 @@ def test_decodes_the_fields_policies_read() -> None:
     assert request.namespace == "team-a"
     assert request.username == "alice"
     assert request.dry_run is True
-    assert request.object is not None and request.old_object is not None
+    assert request.object is not None
+    assert request.old_object is not None
 
 
 @pytest.mark.parametrize(
@@ -33,11 +34,15 @@ def test_decodes_the_fields_policies_read() -> None:
     [
         pytest.param(b'{"apiVersion": "admission.k8s.io/v1", "kind"', "not valid JSON", id="truncated-json"),
         pytest.param(b"[]", "JSON object", id="not-an-object"),
-        pytest.param(b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}', "expected apiVersion",
-                     id="v1beta1"),
+        pytest.param(
+            b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}',
+            "expected apiVersion",
+            id="v1beta1",
+        ),
         pytest.param(b'{"apiVersion": "admission.k8s.io/v1", "kind": "Pod"}', "expected apiVersion", id="wrong-kind"),
-        pytest.param(b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "request must be",
-                     id="no-request"),
+        pytest.param(
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "request must be", id="no-request"
+        ),
         pytest.param(body(uid=""), "request.uid", id="empty-uid"),
         pytest.param(body(uid="x" * 500), "request.uid", id="huge-uid"),
         pytest.param(body(uid=7), "request.uid", id="numeric-uid"),
@@ -63,8 +68,11 @@ def test_missing_uid_is_malformed() -> None:
 
 def test_response_echoes_uid_and_envelope() -> None:
     out = orjson.loads(review.encode("abc", allow(), mutating=False))
-    assert out == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                   "response": {"uid": "abc", "allowed": True}}
+    assert out == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "abc", "allowed": True},
+    }
 
 
 def test_mutating_response_carries_a_base64_json_patch() -> None:
@@ -77,7 +85,8 @@ def test_mutating_response_carries_a_base64_json_patch() -> None:
 def test_validating_response_never_carries_a_patch() -> None:
     ops = ({"op": "add", "path": "/spec/suspend", "value": True},)
     out = orjson.loads(review.encode("abc", Verdict(allowed=True, patch=ops), mutating=False))["response"]
-    assert "patch" not in out and "patchType" not in out
+    assert "patch" not in out
+    assert "patchType" not in out
 
 
 def test_denial_has_a_status_message_and_no_patch() -> None:

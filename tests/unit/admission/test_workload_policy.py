@@ -14,23 +14,39 @@ from webhook.admission.view import StaticView
 
 
 def pod_set(name: str = "main", count: int = 2, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "count": count, "template": {"spec": {"containers": [
-        {"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}, **extra}
+    return {
+        "name": name,
+        "count": count,
+        "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
+        **extra,
+    }
 
 
 def condition(kind: str, status: str = "True", reason: str = "Admitted") -> dict[str, Any]:
-    return {"type": kind, "status": status, "reason": reason, "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
 
 
-def make_workload(*sets: dict[str, Any], reserved: bool = False, admission: dict[str, Any] | None = None,
-                  queue: str = "lq") -> dict[str, Any]:
+def make_workload(
+    *sets: dict[str, Any], reserved: bool = False, admission: dict[str, Any] | None = None, queue: str = "lq"
+) -> dict[str, Any]:
     status: dict[str, Any] = {}
     if reserved:
         status["conditions"] = [condition("QuotaReserved", reason="QuotaReserved")]
     if admission is not None:
         status["admission"] = admission
-    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "wl"},
-            "spec": {"queueName": queue, "podSets": list(sets) or [pod_set()]}, "status": status}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "wl"},
+        "spec": {"queueName": queue, "podSets": list(sets) or [pod_set()]},
+        "status": status,
+    }
 
 
 def admission(*assignments: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +59,9 @@ def assignment(name: str = "main", count: int = 2, cpu: str = "2") -> dict[str, 
 
 def check(obj: dict[str, Any], old: dict[str, Any] | None = None) -> str | None:
     operation = "UPDATE" if old is not None else "CREATE"
-    verdict = workload_policy.validate(make_request(obj, operation=operation, old=old), StaticView(), AdmissionOptions())
+    verdict = workload_policy.validate(
+        make_request(obj, operation=operation, old=old), StaticView(), AdmissionOptions()
+    )
     return None if verdict.allowed else verdict.message
 
 
@@ -51,14 +69,26 @@ def check(obj: dict[str, Any], old: dict[str, Any] | None = None) -> str | None:
     ("workload", "fragment"),
     [
         pytest.param(make_workload(reserved=True), "status.admission: Required", id="reserved-without-admission"),
-        pytest.param(make_workload(reserved=True, admission=admission(assignment("other"))),
-                     "status.admission.podSetAssignments[0].name: Not found", id="assignment-for-unknown-pod-set"),
-        pytest.param(make_workload(pod_set("a"), pod_set("b"), reserved=True, admission=admission(assignment("a"))),
-                     "one assignment per pod set", id="assignment-missing"),
-        pytest.param(make_workload(reserved=True, admission=admission(assignment(cpu="3m"))),
-                     "resourceUsage[cpu]: Invalid value: \"3m\": is not a multiple of 2", id="usage-not-divisible"),
-        pytest.param(make_workload(pod_set("a", minCount=1), pod_set("b", minCount=1)), "at most one pod set",
-                     id="two-min-counts"),
+        pytest.param(
+            make_workload(reserved=True, admission=admission(assignment("other"))),
+            "status.admission.podSetAssignments[0].name: Not found",
+            id="assignment-for-unknown-pod-set",
+        ),
+        pytest.param(
+            make_workload(pod_set("a"), pod_set("b"), reserved=True, admission=admission(assignment("a"))),
+            "one assignment per pod set",
+            id="assignment-missing",
+        ),
+        pytest.param(
+            make_workload(reserved=True, admission=admission(assignment(cpu="3m"))),
+            'resourceUsage[cpu]: Invalid value: "3m": is not a multiple of 2',
+            id="usage-not-divisible",
+        ),
+        pytest.param(
+            make_workload(pod_set("a", minCount=1), pod_set("b", minCount=1)),
+            "at most one pod set",
+            id="two-min-counts",
+        ),
         pytest.param(make_workload(pod_set(minCount=3)), "spec.podSets[0].minCount", id="min-count-over-count"),
         pytest.param(make_workload(pod_set("Main")), "spec.podSets[0].name", id="pod-set-name"),
         pytest.param(make_workload(pod_set("a"), pod_set("a")), "unique", id="duplicate-pod-set"),
@@ -66,7 +96,8 @@ def check(obj: dict[str, Any], old: dict[str, Any] | None = None) -> str | None:
 )
 def test_bad_workloads_are_refused(workload: dict[str, Any], fragment: str) -> None:
     message = check(workload)
-    assert message is not None and fragment in message
+    assert message is not None
+    assert fragment in message
 
 
 def test_reserved_and_consistent_workload_is_allowed() -> None:
@@ -78,7 +109,8 @@ def test_pod_sets_are_fixed_while_quota_is_reserved() -> None:
     new = copy.deepcopy(old)
     new["spec"]["podSets"][0]["count"] = 3
     message = check(new, old)
-    assert message is not None and "spec.podSets" in message
+    assert message is not None
+    assert "spec.podSets" in message
 
 
 def test_queue_is_fixed_while_quota_is_reserved() -> None:
@@ -86,7 +118,8 @@ def test_queue_is_fixed_while_quota_is_reserved() -> None:
     new = copy.deepcopy(old)
     new["spec"]["queueName"] = "elsewhere"
     message = check(new, old)
-    assert message is not None and "spec.queueName" in message
+    assert message is not None
+    assert "spec.queueName" in message
 
 
 def test_queue_may_change_while_pending() -> None:
@@ -100,4 +133,5 @@ def test_admission_may_be_set_and_cleared_but_not_edited() -> None:
     assert check(pending, admitted) is None
     edited = make_workload(reserved=True, admission=admission(assignment(cpu="4")))
     message = check(edited, admitted)
-    assert message is not None and "status.admission" in message
+    assert message is not None
+    assert "status.admission" in message
