@@ -122,7 +122,9 @@ def workload(
 def admitted(wl: Workload, cq: str, *, flavor_name: str = "default", reserved_age: int = 0) -> Workload:
     """``wl`` as holding quota in ``cq``, every resource in ``flavor_name``."""
     assignments = tuple(
-        PodSetAssignment(p.name, {r: flavor_name for r in p.requests}, {r: v * p.count for r, v in p.requests.items()}, p.count)
+        PodSetAssignment(
+            p.name, {r: flavor_name for r in p.requests}, {r: v * p.count for r, v in p.requests.items()}, p.count
+        )
         for p in wl.pod_sets
     )
     cond = Condition(constants.COND_QUOTA_RESERVED, "True", "QuotaReserved", "", T0 + timedelta(seconds=reserved_age))
