@@ -40,6 +40,8 @@ async def _certificate_watch(app: web.Application) -> AsyncIterator[None]:
 
     task.add_done_callback(supervise)
     yield
+    if task.done():
+        return  # a crash was already reported through FAILURES
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
