@@ -86,9 +86,28 @@ def find_victims(
     book: QuotaBook,
     preemptor: Preemptor,
     holders: Iterable[Holder],
-    taken: set[tuple[str, str]],
+    taken: Mapping[tuple[str, str], Holder],
 ) -> list[tuple[Holder, str]] | None:
-    """A minimal list of (victim, Kueue reason), or None when preemption cannot make the preemptor fit."""
+    """A minimal list of (victim, Kueue reason), or None when preemption cannot make the preemptor fit.
+
+    ``taken`` are victims already chosen in this pass: their quota is promised to their own preemptors
+    (whose usage the book already holds), so the simulation treats them as gone and never picks them again.
+    """
+    for h in taken.values():
+        book.queues[h.cluster_queue].add(h.usage, -1)
+    try:
+        return _search(book, preemptor, holders, taken)
+    finally:
+        for h in taken.values():
+            book.queues[h.cluster_queue].add(h.usage, 1)
+
+
+def _search(
+    book: QuotaBook,
+    preemptor: Preemptor,
+    holders: Iterable[Holder],
+    taken: Mapping[tuple[str, str], Holder],
+) -> list[tuple[Holder, str]] | None:
     cq = preemptor.cluster_queue
     quota = book.queues[cq.name]
     useful = [h for h in holders if h.key not in taken and any(fr in preemptor.short for fr in h.usage)]

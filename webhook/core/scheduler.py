@@ -108,7 +108,7 @@ class _Pass:
         self.admitted: list[AdmissionDecision] = []
         self.preemptions: list[PreemptionDecision] = []
         self.pending: list[PendingDecision] = []
-        self.taken: set[tuple[str, str]] = set()
+        self.taken: dict[tuple[str, str], Holder] = {}
         self.inactive: dict[str, tuple[str, str]] = {c.name: r for c in cqs if (r := self._inactive_reason(c))}
 
         # 1. Usage of workloads that already hold quota; they are the only possible victims.
@@ -318,7 +318,7 @@ class _Pass:
         # Hold the preemptor's quota while its victims still run, so nothing else takes what they free.
         q.quota.add(a.usage)
         e.outcome = _PREEMPTING
-        self.taken.update(h.key for h, _ in victims)
+        self.taken.update((h.key, h) for h, _ in victims)
         self.preemptions.append(
             PreemptionDecision(
                 wl.key,
