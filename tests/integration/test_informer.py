@@ -8,6 +8,7 @@ network partition that keeps the informer away while that happens is simulated, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import urllib.request
@@ -89,8 +90,9 @@ class Partition:
             self.refused += 1
             raise errors.Retryable("partitioned (simulated)")
         try:
-            async for item in self.inner.watch(resource, **kwargs):
-                yield item
+            async with contextlib.aclosing(self.inner.watch(resource, **kwargs)) as stream:
+                async for item in stream:
+                    yield item
         except errors.KubeError as e:
             self.server_errors.append(e)
             raise

@@ -73,7 +73,9 @@ class ClusterCache:
             self._set(resource, key, None)
         for key, obj in fresh.items():
             old = store.get(key)
-            if old is None or _version(old) != _version(obj) or old != obj:
+            version = _version(obj)
+            # Same resourceVersion means same object; compare contents only when versions are unusable.
+            if old is None or _version(old) != version or (version is None and old != obj):
                 self._set(resource, key, obj)
         if resource not in self._synced:
             self._synced.add(resource)

@@ -96,11 +96,10 @@ class Informer:
                     await self._list()
                 seen = await self._watch()
             except errors.Gone as e:
-                # The version we hold was compacted away: only a fresh list can tell what changed.
-                log.info("%s: %s; listing again", self.spec, e.message)
+                # The version we hold was compacted away: only a fresh list can tell what changed. Back off
+                # anyway (the delay is short after a healthy stream) so a list that keeps expiring can't spin.
                 self.resource_version = ""
-                if self.lists and self.watches == 0:
-                    await self._pause(e)  # the list itself keeps expiring: don't spin
+                await self._pause(e)
                 continue
             except errors.KubeError as e:
                 await self._pause(e)
@@ -112,8 +111,13 @@ class Informer:
     async def _pause(self, error: errors.KubeError) -> None:
         self.failures += 1
         delay = self._backoff.next()
-        level = logging.WARNING if isinstance(error, errors.Retryable) else logging.ERROR
-        log.log(level, "%s: %s; retrying in %.1fs", self.spec, error.message, delay)
+        if isinstance(error, errors.Gone):
+            level, action = logging.INFO, "listing again"
+        elif isinstance(error, errors.Retryable):
+            level, action = logging.WARNING, "retrying"
+        else:
+            level, action = logging.ERROR, "retrying"
+        log.log(level, "%s: %s; %s in %.1fs", self.spec, error.message, action, delay)
         await asyncio.sleep(delay)
 
     async def _list(self) -> None:
