@@ -132,7 +132,7 @@ def _update_errors(
                 )
             )
     old_annotations, new_annotations = objects.annotations_of(old), objects.annotations_of(new)
-    retriable = "kueue.x-k8s.io/retriable-in-group"
+    retriable = c.RETRIABLE_IN_GROUP_ANNOTATION
     if new_group and old_annotations.get(retriable) == "false" and new_annotations.get(retriable) != "false":
         errors.append(
             forbidden(key("metadata.annotations", retriable), "an unretriable pod group cannot become retriable")
