@@ -147,6 +147,18 @@ async def test_status_subresource_is_separate(kube: ApiServerKube, ns: str) -> N
         await kube.replace_status(WORKLOAD, body)  # body's resourceVersion is now stale
 
 
+async def test_custom_resources_refuse_unconditional_replace(kube: ApiServerKube, ns: str) -> None:
+    # Built-in kinds accept a PUT without resourceVersion; custom resources (ours) do not. The fake agrees.
+    created = await kube.create(WORKLOAD, workload(), namespace=ns)
+    del created["metadata"]["resourceVersion"]
+    with pytest.raises(errors.Invalid):
+        await kube.replace(WORKLOAD, created)
+    cm = await kube.create(CONFIG_MAP, config_map("a", k="1"), namespace=ns)
+    del cm["metadata"]["resourceVersion"]
+    cm["data"]["k"] = "2"
+    assert (await kube.replace(CONFIG_MAP, cm))["data"] == {"k": "2"}
+
+
 async def test_dry_run_persists_nothing(kube: ApiServerKube, ns: str) -> None:
     preview = await kube.create(CONFIG_MAP, config_map("dry"), namespace=ns, dry_run=True)
     assert preview["metadata"]["name"] == "dry"

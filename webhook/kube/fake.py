@@ -24,6 +24,7 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
+from webhook.api import constants
 from webhook.kube import selectors
 from webhook.kube.errors import AlreadyExists, Conflict, Gone, Invalid, KubeError, NotFound, Retryable
 from webhook.kube.faults import FaultPlan, raised
@@ -352,6 +353,10 @@ class FakeKube:
         fail_after = self._check(verb, resource, key.name)
         stored = self._stored(resource, key)
         proposed = compute(_copy(stored))
+        unconditional = verb.startswith("replace") and not _meta(proposed).get("resourceVersion")
+        if unconditional and resource.group == constants.GROUP:
+            # Custom resources (unlike built-in kinds) refuse an unconditional PUT.
+            raise Invalid("422 Invalid: metadata.resourceVersion: must be specified for an update", status=422)
         self._check_version(proposed, stored, resource)
         new: Object = _copy(stored)
         if status_only:
