@@ -396,3 +396,15 @@ async def test_returned_objects_are_copies() -> None:
     job = await kube.create(JOB, make_job())
     job["spec"]["parallelism"] = 99
     assert (await kube.get(JOB, "job", namespace="ns"))["spec"]["parallelism"] == 1
+
+
+async def test_custom_resources_refuse_unconditional_replace() -> None:
+    kube = FakeKube()
+    created = await kube.create(WORKLOAD, make_workload())
+    del created["metadata"]["resourceVersion"]
+    with pytest.raises(errors.Invalid):
+        await kube.replace(WORKLOAD, created)
+    job = await kube.create(JOB, make_job())
+    del job["metadata"]["resourceVersion"]
+    job["spec"]["parallelism"] = 4
+    assert (await kube.replace(JOB, job))["spec"]["parallelism"] == 4, "built-in kinds allow it"
