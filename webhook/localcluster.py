@@ -92,9 +92,7 @@ class ClusterState:
 class LocalCluster:
     """One control plane rooted in ``state_dir``."""
 
-    def __init__(
-        self, state_dir: Path, *, bin_dir: Path | None = None, controller_manager: bool = True
-    ) -> None:
+    def __init__(self, state_dir: Path, *, bin_dir: Path | None = None, controller_manager: bool = True) -> None:
         self.state_dir = state_dir.resolve()
         self._bin_dir = bin_dir
         self._want_kcm = controller_manager
@@ -405,9 +403,7 @@ def cli_up(state_dir: Path) -> int:
         print(f"turnstile cluster up: {exc}", file=sys.stderr)
         return 1
     print(f"kube-apiserver is ready at {state.server}; etcd at 127.0.0.1:{state.etcd_port}.")
-    print(
-        f"Processes: {', '.join(f'{n} (pid {p})' for n, p in state.pids.items())}; logs in {state_dir}/logs/."
-    )
+    print(f"Processes: {', '.join(f'{n} (pid {p})' for n, p in state.pids.items())}; logs in {state_dir}/logs/.")
     print("Use it with:")
     print(f"  export KUBECONFIG={cluster.kubeconfig}")
     print(f"  {state.bin_dir}/kubectl get clusterqueues")

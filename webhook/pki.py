@@ -120,9 +120,7 @@ def _issue(
         .not_valid_after(start + validity)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
     )
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
@@ -140,9 +138,7 @@ def _general_names(hosts: list[str]) -> list[x509.GeneralName]:
     return names
 
 
-def new_serving_cert(
-    ca: KeyPair, hosts: list[str], *, validity: datetime.timedelta = DEFAULT_VALIDITY
-) -> KeyPair:
+def new_serving_cert(ca: KeyPair, hosts: list[str], *, validity: datetime.timedelta = DEFAULT_VALIDITY) -> KeyPair:
     """A TLS server certificate for ``hosts`` (DNS names or IP addresses), signed by ``ca``."""
     if not hosts:
         raise ValueError("a serving certificate needs at least one host name or IP address")

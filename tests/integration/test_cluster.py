@@ -62,6 +62,4 @@ def test_cli_up_twice_then_down(cluster: LocalCluster, tmp_path: Path) -> None:
     assert down.returncode == 0, down.stderr
     assert not state.exists()
     for pid in pids:
-        assert (
-            not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
-        )
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()

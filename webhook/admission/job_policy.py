@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.admission import names, objects, workload_name
+from webhook.admission import names, objects
 from webhook.admission.fielderror import (
     FieldError,
     forbidden,
@@ -25,6 +25,7 @@ from webhook.admission.review import Request
 from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
+from webhook.jobs import naming
 
 LABELS = "metadata.labels"
 ANNOTATIONS = "metadata.annotations"
@@ -93,7 +94,7 @@ def mutate(request: Request, view: ClusterView, options: AdmissionOptions) -> Ve
     # 3. Stamp the Workload's name, so the link is visible before the reconciler creates it.
     name = objects.name(job)
     if name:
-        stamp = workload_name.for_job(namespace, name)
+        stamp = naming.job_workload_name(namespace, name)
         patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
     # 4. Suspend: the job controller must not create a pod before the queue admits the job.
     patch.set_field(("spec", "suspend"), True)
@@ -249,7 +250,7 @@ def _unsuspend_errors(
     if options.is_trusted(request.username):
         return []
     name = objects.name(job) or request.name
-    workload = workload_name.for_job(request.namespace, name)
+    workload = naming.job_workload_name(request.namespace, name)
     if view.workload_is_admitted(request.namespace, workload):
         return []
     queue = queue_name(job) or "<none>"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.admission import names, objects, workload_name
+from webhook.admission import names, objects
 from webhook.admission.fielderror import FieldError, forbidden, immutable, invalid, key, required
 from webhook.admission.job_policy import namespace_is_managed, owned_by_managed_parent
 from webhook.admission.options import POD_FRAMEWORK, AdmissionOptions
@@ -21,6 +21,7 @@ from webhook.admission.review import Request
 from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
+from webhook.jobs import naming
 
 GROUP_NAME_PATH = key("metadata.labels", c.POD_GROUP_NAME_LABEL)
 TOTAL_COUNT_PATH = key("metadata.annotations", c.POD_GROUP_TOTAL_COUNT_ANNOTATION)
@@ -60,7 +61,7 @@ def mutate(request: Request, view: ClusterView, options: AdmissionOptions) -> Ve
     patch.set_entry(("metadata", "labels"), c.MANAGED_LABEL, "true")
     name, group = objects.name(pod), group_name(pod)
     if name or group:
-        stamp = workload_name.for_pod(namespace, name, group)
+        stamp = naming.pod_workload_name(namespace, name, group)
         patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
     patch.append_unique(("spec", "schedulingGates"), dict(GATE))
     return allow(patch=patch.ops)
@@ -121,7 +122,7 @@ def _update_errors(
     was_managed = objects.labels_of(old).get(c.MANAGED_LABEL) == "true"
     if was_managed and is_gated(old) and not is_gated(new) and not options.is_trusted(request.username):
         name = objects.name(new) or request.name
-        workload = workload_name.for_pod(request.namespace, name, old_group)
+        workload = naming.pod_workload_name(request.namespace, name, old_group)
         if not view.workload_is_admitted(request.namespace, workload):
             errors.append(
                 forbidden(

@@ -25,3 +25,10 @@ def workload_name(*, kind: str, group: str, namespace: str, name: str) -> str:
 def job_workload_name(namespace: str, name: str) -> str:
     """The Workload name of a batch/v1 Job."""
     return workload_name(kind="Job", group="batch", namespace=namespace, name=name)
+
+
+def pod_workload_name(namespace: str, name: str, group_name: str) -> str:
+    """A pod group's Workload is named after the group (as in Kueue); a single pod's after the pod."""
+    if group_name:
+        return group_name
+    return workload_name(kind="Pod", group="", namespace=namespace, name=name)

@@ -8,15 +8,16 @@ from typing import Any
 import pytest
 
 from tests.unit.admission.builders import NAMESPACE, TURNSTILE_USER, apply, make_job, make_request
-from webhook.admission import job_policy, workload_name
+from webhook.admission import job_policy
 from webhook.admission.namespace_policy import NamespacePolicy
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.selector import Requirement, Selector
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
+from webhook.jobs import naming
 
 OPTIONS = AdmissionOptions(trusted_users=frozenset({TURNSTILE_USER}))
-WORKLOAD = workload_name.for_job(NAMESPACE, "pi")
+WORKLOAD = naming.job_workload_name(NAMESPACE, "pi")
 
 
 def mutated(

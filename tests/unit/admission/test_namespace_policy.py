@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.admission import selector, workload_name
+from webhook.admission import selector
 from webhook.admission.namespace_policy import NamespacePolicy
 from webhook.api import constants as c
+from webhook.jobs import naming
 
 
 @pytest.mark.parametrize(
@@ -64,10 +65,10 @@ def test_selector_problems_name_the_field() -> None:
 
 
 def test_workload_names_are_stable_distinct_and_valid() -> None:
-    a = workload_name.for_job("ns", "train")
-    assert a == workload_name.for_job("ns", "train")
+    a = naming.job_workload_name("ns", "train")
+    assert a == naming.job_workload_name("ns", "train")
     assert a.startswith("job-train-")
     assert len(a) == len("job-train-") + 5
-    assert a != workload_name.for_job("other", "train")
-    long = workload_name.for_job("ns", "x" * 253)
+    assert a != naming.job_workload_name("other", "train")
+    long = naming.job_workload_name("ns", "x" * 253)
     assert len(long) <= 253

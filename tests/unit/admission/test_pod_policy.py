@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from tests.unit.admission.builders import NAMESPACE, TURNSTILE_USER, apply, make_pod, make_request
-from webhook.admission import pod_policy, workload_name
+from webhook.admission import pod_policy
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
+from webhook.jobs import naming
 
 OPTIONS = AdmissionOptions(frameworks=frozenset({"batch/job", "pod"}), trusted_users=frozenset({TURNSTILE_USER}))
 GATE = {"name": c.ADMISSION_SCHEDULING_GATE}
@@ -28,7 +29,7 @@ def test_managed_pod_is_gated_labelled_and_stamped() -> None:
     pod = mutated(make_pod())
     assert pod["spec"]["schedulingGates"] == [GATE]
     assert pod["metadata"]["labels"][c.MANAGED_LABEL] == "true"
-    assert pod["metadata"]["annotations"][c.WORKLOAD_NAME_ANNOTATION] == workload_name.for_pod(NAMESPACE, "p-0", "")
+    assert pod["metadata"]["annotations"][c.WORKLOAD_NAME_ANNOTATION] == naming.pod_workload_name(NAMESPACE, "p-0", "")
 
 
 def test_group_members_share_the_group_workload() -> None:
