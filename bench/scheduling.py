@@ -64,7 +64,7 @@ def _queue(name: str, cohort: str | None, nominal: int, borrowing: int | None) -
 
 
 def _workloads(queue: str, namespace: str, count: int, start: int) -> list[Workload]:
-    out = []
+    out: list[Workload] = []
     i = 0
     while len(out) < count:
         for kind, cpu, priority, n in MIX:

@@ -102,4 +102,4 @@ def test_rounding_helpers_round_up() -> None:
 
 def test_is_immutable() -> None:
     with pytest.raises(AttributeError):
-        parse_quantity("1").nano = 5  # type: ignore[misc]
+        parse_quantity("1").nano = 5
