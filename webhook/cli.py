@@ -23,17 +23,21 @@ def _cluster(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from webhook import server
+    from webhook import runner
 
     cert_dir = Path(args.cert_dir) if args.cert_dir else None
     cert = Path(args.tls_cert) if args.tls_cert else (cert_dir / "tls.crt" if cert_dir else None)
     key = Path(args.tls_key) if args.tls_key else (cert_dir / "tls.key" if cert_dir else None)
-    return server.run_from_cli(
+    return runner.run_from_cli(
         config_file=Path(args.config) if args.config else None,
         cert_file=cert,
         key_file=key,
+        kubeconfig=Path(args.kubeconfig) if args.kubeconfig else None,
         host=args.host,
         port=args.port,
+        metrics_address=args.metrics_bind_address,
+        reconcile=args.command == "run",
+        json_logs=not args.text_logs,
     )
 
 
@@ -72,15 +76,21 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_argument("--state-dir", default=".turnstile", help="where the cluster keeps its data")
     cluster.set_defaults(func=_cluster)
 
-    serve = sub.add_parser("serve", help="serve the admission webhooks over HTTPS")
-    serve.add_argument("--config", help="Turnstile configuration file (YAML, Kueue's Configuration shape)")
-    serve.add_argument("--cert-dir", help="directory holding tls.crt and tls.key (default: webhook.certDir)")
-    serve.add_argument("--tls-cert", help="serving certificate file (overrides --cert-dir)")
-    serve.add_argument("--tls-key", help="serving key file (overrides --cert-dir)")
-    serve.add_argument("--host", help="address to listen on (default: webhook.host, all interfaces)")
-    serve.add_argument("--port", type=int, help="port to listen on (default: webhook.port, 9443)")
-    serve.add_argument("--kubeconfig", help="kubeconfig of the cluster whose objects the webhook watches")
-    serve.set_defaults(func=_serve)
+    for verb, text in (
+        ("run", "webhooks + reconciler (the leader of the replicas schedules and writes)"),
+        ("serve", "the admission webhooks only, answering from a watch-fed cache"),
+    ):
+        serve = sub.add_parser(verb, help=text)
+        serve.add_argument("--config", help="Turnstile configuration file (YAML, Kueue's Configuration shape)")
+        serve.add_argument("--cert-dir", help="directory holding tls.crt and tls.key (default: webhook.certDir)")
+        serve.add_argument("--tls-cert", help="serving certificate file (overrides --cert-dir)")
+        serve.add_argument("--tls-key", help="serving key file (overrides --cert-dir)")
+        serve.add_argument("--host", help="address to listen on (default: webhook.host, all interfaces)")
+        serve.add_argument("--port", type=int, help="port to listen on (default: webhook.port, 9443)")
+        serve.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
+        serve.add_argument("--metrics-bind-address", help="host:port for /metrics (default: metrics.bindAddress)")
+        serve.add_argument("--text-logs", action="store_true", help="human-readable logs instead of JSON lines")
+        serve.set_defaults(func=_serve)
 
     certs = sub.add_parser("certs", help="write a CA and a webhook serving certificate; print the caBundle")
     certs.add_argument("--dir", default="certs", help="where to write ca.crt, ca.key, tls.crt, tls.key")

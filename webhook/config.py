@@ -28,7 +28,7 @@ from webhook.api.constants import OPENSHIFT_MANAGED_NAMESPACE_LABEL
 
 API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2", "config.turnstile.x-k8s.io/v1alpha1")
 DEFAULT_NAMESPACE = "turnstile-system"
-DEFAULT_SERVICE_ACCOUNT = "turnstile-controller-manager"
+DEFAULT_SERVICE_ACCOUNT = "turnstile"
 # Kueue fields that load but do nothing in Turnstile (yet).
 _KUEUE_ONLY = frozenset(
     {

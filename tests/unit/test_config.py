@@ -19,7 +19,7 @@ def test_defaults() -> None:
     policy = config.namespace_policy()
     assert policy.is_managed("team-a", None)
     assert not policy.is_managed("kube-system", None)
-    assert config.trusted_users() == ("system:serviceaccount:turnstile-system:turnstile-controller-manager",)
+    assert config.trusted_users() == ("system:serviceaccount:turnstile-system:turnstile",)
 
 
 def test_a_kueue_configuration_loads(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from webhook.admission.verdict import Verdict
 from webhook.api import constants as c
 
 NAMESPACE = "team-a"
-TURNSTILE_USER = "system:serviceaccount:turnstile-system:turnstile-controller-manager"
+TURNSTILE_USER = "system:serviceaccount:turnstile-system:turnstile"
 
 
 def make_job(

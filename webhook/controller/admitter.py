@@ -1,0 +1,243 @@
+"""The scheduling step of the reconciler: snapshot the cache, ask ``webhook.core``, commit what it decided.
+
+1. Build a ``Snapshot`` from the cache, counting admissions assumed in ``Reservations`` as held.
+2. ``core.schedule`` decides admissions, preemptions and pending reasons (pure, deterministic).
+3. Preemptions: victims get ``Evicted``/``Preempted``; their jobs stop and their quota is released later
+   (by the job side), so the preemptor is admitted in a later pass, never on quota still in use.
+4. Admissions: every one is assumed in memory *before* the first write starts, then written concurrently
+   through the status subresource with the resourceVersion read; a refused write releases its reservation,
+   an ambiguous one keeps it until the cache shows what the server has.
+5. Pending reasons: written when they change (not when only the queue position moves), heads first, a bounded
+   number per pass so a deep queue cannot stall the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from webhook.api import conditions
+from webhook.api.clusterqueue import parse_cluster_queue
+from webhook.api.constants import COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION
+from webhook.api.flavor import parse_resource_flavor
+from webhook.api.localqueue import parse_local_queue
+from webhook.api.workload import Workload, parse_admission, parse_workload
+from webhook.controller.cache import ClusterCache
+from webhook.controller.events import EventRecorder
+from webhook.controller.reservations import Reservations
+from webhook.core.decisions import AdmissionDecision, PendingDecision, SchedulingResult, admission_status
+from webhook.core.scheduler import schedule
+from webhook.core.snapshot import Snapshot
+from webhook.jobs import workload as wl_life
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.objects import Object, labels_of
+from webhook.kube.resources import NAMESPACE, WORKLOAD
+from webhook.logs import object_fields
+from webhook.metrics import Metrics
+
+log = logging.getLogger(__name__)
+Key = tuple[str, str]
+T = TypeVar("T")
+
+
+class Admitter:
+    def __init__(
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        events: EventRecorder,
+        reservations: Reservations | None = None,
+        metrics: Metrics | None = None,
+        write_concurrency: int = 32,
+        pending_writes_per_pass: int = 200,
+    ) -> None:
+        self._kube = kube
+        self._cache = cache
+        self._events = events
+        self.reservations = reservations or Reservations()
+        self._metrics = metrics
+        self._gate = asyncio.Semaphore(write_concurrency)
+        self._pending_budget = pending_writes_per_pass
+        # Parsing is the costly part of a snapshot; objects are re-parsed only when their version changes.
+        self._parsed: dict[Key, tuple[str, Workload | None]] = {}
+        self._bad: set[tuple[str, str, str]] = set()
+
+    # -- 1. snapshot ----------------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        versions: dict[Key, int] = {}
+        workloads: list[Workload] = []
+        live: set[Key] = set()
+        for obj in self._cache.workloads():
+            meta = obj.get("metadata") or {}
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            rv = str(meta.get("resourceVersion", ""))
+            live.add(key)
+            versions[key] = int(rv) if rv.isdigit() else 0
+            cached = self._parsed.get(key)
+            if cached is None or cached[0] != rv:
+                cached = (rv, self._parse(obj, "Workload", parse_workload))
+                self._parsed[key] = cached
+            wl = cached[1]
+            if wl is None:
+                continue
+            assumed = self.reservations.admission_for(key)
+            if assumed is not None and wl.admission is None:
+                wl = dataclasses.replace(wl, admission=parse_admission(assumed))
+            workloads.append(wl)
+        for gone in set(self._parsed) - live:
+            del self._parsed[gone]
+        self.reservations.settle(versions)
+        return Snapshot(
+            cluster_queues=self._parse_all(self._cache.cluster_queues(), "ClusterQueue", parse_cluster_queue),
+            flavors=self._parse_all(self._cache.resource_flavors(), "ResourceFlavor", parse_resource_flavor),
+            local_queues=self._parse_all(self._cache.local_queues(), "LocalQueue", parse_local_queue),
+            workloads=workloads,
+            namespaces={(ns.get("metadata") or {}).get("name", ""): labels_of(ns) for ns in self._namespaces()},
+        )
+
+    def _namespaces(self) -> list[Object]:
+        return list(self._cache.items(NAMESPACE))
+
+    def _parse(self, obj: Mapping[str, Any], kind: str, parse: Callable[[Mapping[str, Any]], T]) -> T | None:
+        try:
+            return parse(obj)
+        except ValueError as exc:
+            meta = obj.get("metadata") or {}
+            marker = (kind, f"{meta.get('namespace', '')}/{meta.get('name', '')}", str(meta.get("resourceVersion")))
+            if marker not in self._bad:  # say it once per version, not once per pass
+                self._bad.add(marker)
+                log.warning("ignoring malformed %s: %s", kind, exc, extra=object_fields(obj))
+            return None
+
+    def _parse_all(self, objs: list[Object], kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
+        parsed = (self._parse(o, kind, parse) for o in objs)
+        return [p for p in parsed if p is not None]
+
+    # -- 2..5. one pass -------------------------------------------------------------------------------------
+
+    async def run_pass(self, now: datetime.datetime) -> tuple[Snapshot, SchedulingResult]:
+        """One pass; returns the snapshot it decided on and what it decided."""
+        started = time.perf_counter()
+        snapshot = self.snapshot()
+        result = schedule(snapshot, now=now)
+        if self._metrics is not None:
+            self._metrics.admission_attempt(
+                "success" if result.admitted else "inadmissible", time.perf_counter() - started
+            )
+
+        writes: list[Awaitable[None]] = []
+        for preemption in result.preemptions:
+            for victim in preemption.victims:
+                writes.append(
+                    self._evict_victim(victim.workload, victim.reason, victim.message, preemption.cluster_queue, now)
+                )
+        for decision in result.admitted:
+            obj = self._cache.workload(*decision.workload)
+            if obj is None or decision.workload in self.reservations:
+                continue
+            admission = admission_status(decision)
+            self.reservations.assume(decision.workload, admission, base_version=_version(obj))
+            writes.append(self._admit(obj, decision, admission, now))
+        writes += self._pending_writes(result.pending, now)
+        if writes:
+            await asyncio.gather(*writes)
+        return snapshot, result
+
+    async def _admit(
+        self, obj: Object, decision: AdmissionDecision, admission: Mapping[str, Any], now: datetime.datetime
+    ) -> None:
+        key = decision.workload
+        try:
+            async with self._gate:
+                written = await self._kube.replace_status(WORKLOAD, wl_life.admitted(obj, admission, now=now))
+        except (errors.Conflict, errors.NotFound, errors.Invalid, errors.Forbidden) as exc:
+            self.reservations.refused(key)
+            log.info("admission not written (%s); will retry", exc.__class__.__name__, extra=object_fields(obj))
+            return
+        except errors.KubeError as exc:
+            self.reservations.unknown(key)
+            log.warning("admission write outcome unknown: %s", exc, extra=object_fields(obj))
+            return
+        self._cache.observe(WORKLOAD, written)
+        self.reservations.confirmed(key)
+        wait = (now - _created(obj)).total_seconds()
+        if self._metrics is not None:
+            self._metrics.quota_reserved(decision.cluster_queue, wait)
+            self._metrics.workload_admitted(decision.cluster_queue, wait)
+        note = f"Quota reserved in ClusterQueue {decision.cluster_queue}, wait time since queued was {wait:.0f}s"
+        await self._events.record(written, type="Normal", reason="QuotaReserved", message=note, now=now)
+        await self._events.record(
+            written, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
+        )
+
+    async def _evict_victim(
+        self, key: Key, reason: str, message: str, preempting_cq: str, now: datetime.datetime
+    ) -> None:
+        obj = self._cache.workload(*key)
+        if obj is None or wl_life.is_evicted(obj) or not wl_life.holds_quota(obj):
+            return  # already on its way out: evicting twice would only reset its clock
+        body = wl_life.evicted(obj, reason=EVICTED_BY_PREEMPTION, message=message, now=now, preempted_reason=reason)
+        try:
+            async with self._gate:
+                written = await self._kube.replace_status(WORKLOAD, body)
+        except errors.KubeError as exc:
+            log.info("preemption not written (%s); the next pass decides again", exc, extra=object_fields(obj))
+            return
+        self._cache.observe(WORKLOAD, written)
+        cq = ((obj.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        if self._metrics is not None:
+            self._metrics.workload_preempted(preempting_cq, reason)
+            self._metrics.workload_evicted(cq, EVICTED_BY_PREEMPTION)
+        await self._events.record(written, type="Normal", reason="Preempted", message=message, now=now)
+
+    def _pending_writes(self, pending: tuple[PendingDecision, ...], now: datetime.datetime) -> list[Awaitable[None]]:
+        writes: list[Awaitable[None]] = []
+        ordered = sorted(pending, key=lambda p: (p.position is None, p.position or 0))
+        for decision in ordered:
+            if len(writes) >= self._pending_budget:
+                break
+            obj = self._cache.workload(*decision.workload)
+            if obj is None or _says(obj, decision):
+                continue
+            body = wl_life.pending(obj, reason=decision.reason, message=decision.message, now=now)
+            if body is not None:
+                writes.append(self._write_pending(body, decision, now))
+        return writes
+
+    async def _write_pending(self, body: Object, decision: PendingDecision, now: datetime.datetime) -> None:
+        try:
+            async with self._gate:
+                written = await self._kube.replace_status(WORKLOAD, body)
+        except errors.KubeError:
+            return  # a reason is information; the next pass writes it again
+        self._cache.observe(WORKLOAD, written)
+        await self._events.record(written, type="Warning", reason="Pending", message=decision.message, now=now)
+
+
+def _says(obj: Mapping[str, Any], decision: PendingDecision) -> bool:
+    """The Workload already shows this reason and detail (a changed position alone is not worth a write)."""
+    current = conditions.find((obj.get("status") or {}).get("conditions"), COND_QUOTA_RESERVED)
+    return (
+        current is not None
+        and current.get("status") == "False"
+        and current.get("reason") == decision.reason
+        and str(current.get("message", "")).startswith(decision.detail)
+    )
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+    return int(rv) if rv.isdigit() else 0
+
+
+def _created(obj: Mapping[str, Any]) -> datetime.datetime:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    return conditions.parse_time(stamp) if stamp else datetime.datetime.now(datetime.UTC)

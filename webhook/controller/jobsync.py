@@ -1,0 +1,177 @@
+"""Keeping one batch/v1 Job and its Workload in step (the job side of the reconciler).
+
+For a managed Job, in order:
+1. its Workload exists, owned by it (a stale one left by an earlier Job of the same name is deleted);
+2. a suspended Job whose template or queue changed gets its pending Workload updated;
+3. a finished Job finishes its Workload (the quota goes back);
+4. an admitted Workload releases its suspended Job with the flavors injected;
+5. an evicted or unadmitted Workload stops its running Job: suspend, clear ``startTime``, restore the template;
+6. once the Job is stopped, an evicted Workload gives its quota back and is requeued.
+Every write carries the resourceVersion read, and its result goes straight into the cache so the next pass
+does not repeat it. What to do is decided by ``webhook.jobs``; this module only sequences and writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.controller.cache import ClusterCache
+from webhook.controller.events import EventRecorder
+from webhook.jobs import batch_job
+from webhook.jobs import workload as wl_life
+from webhook.jobs.naming import job_workload_name
+from webhook.jobs.podset import PodSetMergeError, podset_infos
+from webhook.jobs.priority import resolve
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.objects import Object
+from webhook.kube.resources import JOB, WORKLOAD
+from webhook.logs import object_fields
+
+log = logging.getLogger(__name__)
+
+
+class JobSync:
+    def __init__(self, kube: Kube, cache: ClusterCache, *, events: EventRecorder) -> None:
+        self._kube = kube
+        self._cache = cache
+        self._events = events
+
+    async def sync(self, job: Object, now: datetime.datetime) -> None:
+        meta = job.get("metadata") or {}
+        if meta.get("deletionTimestamp") or batch_job.queue_name(job) is None:
+            return
+        name = job_workload_name(meta["namespace"], meta["name"])
+        workload = self._cache.workload(meta["namespace"], name)
+
+        # 1. One Workload, owned by this Job.
+        if workload is not None and not self._owned_by(workload, job):
+            await self._delete_stale(workload)
+            workload = None
+        done, succeeded, message = batch_job.finished(job)
+        if workload is None:
+            if not done:
+                await self._create_workload(job)
+            return
+
+        # 2. A pending Workload follows its suspended Job.
+        if batch_job.is_suspended(job) and not wl_life.holds_quota(workload) and not wl_life.is_finished(workload):
+            workload = await self._refresh_pending(job, workload)
+
+        # 3. Finished.
+        if done:
+            if not wl_life.is_finished(workload):
+                await self._write_status(wl_life.finished(workload, succeeded=succeeded, message=message, now=now))
+                await self._events.record(job, type="Normal", reason="Finished", message=message, now=now)
+            return
+        if wl_life.is_finished(workload):
+            return
+
+        evicted = wl_life.is_evicted(workload)
+        # 4. Admitted: release.
+        if wl_life.is_admitted(workload) and not evicted:
+            if batch_job.is_suspended(job):
+                await self._start(job, workload, now)
+            return
+
+        # 5. Not admitted (or evicted) but running: stop.
+        if not batch_job.is_suspended(job):
+            why = "evicted: " + _evict_reason(workload) if evicted else "not admitted by a ClusterQueue"
+            await self._stop(job, workload, why, now)
+            return
+
+        # 6. Stopped and evicted: give the quota back once no pod of the Job is left running.
+        if evicted and wl_life.holds_quota(workload) and not (job.get("status") or {}).get("active"):
+            await self._write_status(wl_life.released(workload, now=now))
+
+    # -- steps ----------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _owned_by(workload: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+        uid = job["metadata"].get("uid")
+        owners = (workload.get("metadata") or {}).get("ownerReferences") or []
+        return any(o.get("uid") == uid for o in owners)
+
+    async def _delete_stale(self, workload: Object) -> None:
+        meta = workload["metadata"]
+        with contextlib.suppress(errors.NotFound, errors.Conflict):
+            await self._kube.delete(WORKLOAD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+        log.info("deleted a Workload left by an earlier job of the same name", extra=object_fields(workload))
+
+    async def _create_workload(self, job: Object) -> None:
+        priority = resolve(
+            job,
+            workload_priority_classes={
+                (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
+            },
+            priority_classes=self._cache.priority_classes(),
+        )
+        body = batch_job.workload_for(
+            job, priority=priority.value, priority_class_name=priority.class_name, priority_class_source=priority.source
+        )
+        try:
+            created = await self._kube.create(WORKLOAD, body)
+        except errors.AlreadyExists:
+            return  # the cache has not seen it yet; the next pass will
+        self._cache.observe(WORKLOAD, created)
+        await self._events.record(
+            job, type="Normal", reason="CreatedWorkload", message=f"Created Workload: {created['metadata']['name']}"
+        )
+
+    async def _refresh_pending(self, job: Object, workload: Object) -> Object:
+        spec = workload.get("spec") or {}
+        expected_queue = batch_job.queue_name(job)
+        if batch_job.matches_workload(job, workload) and spec.get("queueName") == expected_queue:
+            return workload
+        updated = dict(workload)
+        updated["spec"] = dict(spec) | {"podSets": batch_job.podsets(job), "queueName": expected_queue}
+        result = await self._kube.replace(WORKLOAD, updated)
+        self._cache.observe(WORKLOAD, result)
+        await self._events.record(job, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
+        return result
+
+    async def _start(self, job: Object, workload: Object, now: datetime.datetime) -> None:
+        admission = (workload.get("status") or {}).get("admission") or {}
+        flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
+        try:
+            infos = podset_infos(admission, flavors)
+            counts = {a.get("name"): a.get("count") for a in admission.get("podSetAssignments") or []}
+            running = batch_job.released(job, infos, admitted_count=counts.get("main"))
+        except PodSetMergeError as exc:
+            await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
+            await self._events.record(job, type="Warning", reason="FailedToStart", message=str(exc), now=now)
+            return
+        result = await self._kube.replace(JOB, running)
+        self._cache.observe(JOB, result)
+        cq = admission.get("clusterQueue", "")
+        await self._events.record(job, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
+
+    async def _stop(self, job: Object, workload: Object, why: str, now: datetime.datetime) -> None:
+        # The API server lets a suspended Job's scheduling directives change only while status.startTime is
+        # unset, hence three writes in this order.
+        stopped = await self._kube.replace(JOB, batch_job.suspended(job))
+        if (stopped.get("status") or {}).get("startTime"):
+            stopped = await self._kube.patch_status(
+                JOB,
+                stopped["metadata"]["name"],
+                {"status": {"startTime": None}},
+                namespace=stopped["metadata"]["namespace"],
+            )
+        restored = await self._kube.replace(JOB, batch_job.restored(stopped, workload))
+        self._cache.observe(JOB, restored)
+        await self._events.record(job, type="Normal", reason="Stopped", message=f"Job stopped: {why}", now=now)
+
+    async def _write_status(self, workload: Object) -> None:
+        result = await self._kube.replace_status(WORKLOAD, workload)
+        self._cache.observe(WORKLOAD, result)
+
+
+def _evict_reason(workload: Mapping[str, Any]) -> str:
+    for c in (workload.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Evicted":
+            return str(c.get("message") or c.get("reason") or "")
+    return ""

@@ -1,0 +1,193 @@
+"""ClusterQueue and LocalQueue status, as ``kubectl get cq`` and dashboards read it.
+
+Computed from one scheduling snapshot and the pass's result, written only when it differs from what the object
+already says (a steady cluster writes nothing). Metrics with Kueue's names are set from the same numbers.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.api import conditions
+from webhook.api.clusterqueue import ClusterQueue
+from webhook.api.quantity import Quantity, format_quantity
+from webhook.api.workload import Workload
+from webhook.controller.cache import ClusterCache
+from webhook.core.snapshot import Snapshot
+from webhook.core.usage import workload_usage
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE
+from webhook.metrics import Metrics
+
+log = logging.getLogger(__name__)
+ZERO = Quantity(0)
+
+
+def _flavor_usage(
+    cq: ClusterQueue, usage: Mapping[tuple[str, str], Quantity], *, with_borrowed: bool
+) -> list[dict[str, Any]]:
+    rows = []
+    for group in cq.resource_groups:
+        for flavor in group.flavors:
+            resources = []
+            for quota in flavor.resources:
+                total = usage.get((flavor.name, quota.name), ZERO)
+                row: dict[str, Any] = {"name": quota.name, "total": format_quantity(total)}
+                if with_borrowed:
+                    row["borrowed"] = format_quantity(max(total - quota.nominal, ZERO))
+                resources.append(row)
+            rows.append({"name": flavor.name, "resources": resources})
+    return rows
+
+
+class QueueStatusWriter:
+    def __init__(self, kube: Kube, cache: ClusterCache, *, metrics: Metrics | None = None) -> None:
+        self._kube = kube
+        self._cache = cache
+        self._metrics = metrics
+
+    async def write(self, snapshot: Snapshot, now: datetime.datetime) -> None:
+        """Status as of ``snapshot``; admissions of the pass that used it show up in the next one."""
+        lq_to_cq = {(lq.namespace, lq.name): lq.cluster_queue for lq in snapshot.local_queues}
+        pending_by_cq: Counter[str] = Counter()
+        pending_by_lq: Counter[tuple[str, str]] = Counter()
+        held: dict[str, list[Workload]] = {}
+        held_by_lq: dict[tuple[str, str], list[Workload]] = {}
+        for wl in snapshot.workloads:
+            lq_key = (wl.namespace, wl.queue_name)
+            if wl.holds_quota and wl.admission is not None:
+                held.setdefault(wl.admission.cluster_queue, []).append(wl)
+                held_by_lq.setdefault(lq_key, []).append(wl)
+            elif wl.pending:
+                pending_by_lq[lq_key] += 1
+                if lq_key in lq_to_cq:
+                    pending_by_cq[lq_to_cq[lq_key]] += 1
+        for cq in snapshot.cluster_queues:
+            workloads = held.get(cq.name, [])
+            usage: dict[tuple[str, str], Quantity] = {}
+            for wl in workloads:
+                for fr, q in workload_usage(wl).items():
+                    usage[fr] = usage.get(fr, ZERO) + q
+            pending = pending_by_cq[cq.name]
+            active = cq.active and all(
+                f.name in {rf.name for rf in snapshot.flavors} for g in cq.resource_groups for f in g.flavors
+            )
+            status = {
+                "pendingWorkloads": pending,
+                "reservingWorkloads": len(workloads),
+                "admittedWorkloads": len(workloads),
+                "flavorsReservation": _flavor_usage(cq, usage, with_borrowed=True),
+                "flavorsUsage": _flavor_usage(cq, usage, with_borrowed=True),
+            }
+            reason, message = ("Ready", "Can admit new workloads") if active else _inactive(cq)
+            await self._write(
+                CLUSTER_QUEUE, cq.name, None, status, active=active, reason=reason, message=message, now=now
+            )
+            if self._metrics is not None:
+                self._metrics.set_pending(cq.name, active=pending, inadmissible=0)
+                self._metrics.set_active_workloads(cq.name, reserving=len(workloads), admitted=len(workloads))
+                self._metrics.set_cluster_queue_status(cq.name, "active" if active else "pending")
+                for group in cq.resource_groups:
+                    for flavor in group.flavors:
+                        for quota in flavor.resources:
+                            used = usage.get((flavor.name, quota.name), ZERO)
+                            self._metrics.set_cluster_queue_quota(
+                                cq.name,
+                                flavor=flavor.name,
+                                resource=quota.name,
+                                nominal=_number(quota.nominal),
+                                borrowing_limit=None
+                                if quota.borrowing_limit is None
+                                else _number(quota.borrowing_limit),
+                                lending_limit=None if quota.lending_limit is None else _number(quota.lending_limit),
+                                cohort=cq.cohort or "",
+                            )
+                            self._metrics.set_cluster_queue_usage(
+                                cq.name,
+                                flavor=flavor.name,
+                                resource=quota.name,
+                                reserved=_number(used),
+                                used=_number(used),
+                                cohort=cq.cohort or "",
+                            )
+        cq_names = {cq.name for cq in snapshot.cluster_queues}
+        for lq in snapshot.local_queues:
+            key = (lq.namespace, lq.name)
+            workloads = held_by_lq.get(key, [])
+            usage_rows: dict[str, dict[str, Quantity]] = {}
+            for wl in workloads:
+                for (flavor_name, resource), q in workload_usage(wl).items():
+                    row = usage_rows.setdefault(flavor_name, {})
+                    row[resource] = row.get(resource, ZERO) + q
+            flavors = [
+                {"name": f, "resources": [{"name": r, "total": format_quantity(q)} for r, q in sorted(rs.items())]}
+                for f, rs in sorted(usage_rows.items())
+            ]
+            status = {
+                "pendingWorkloads": pending_by_lq[key],
+                "reservingWorkloads": len(workloads),
+                "admittedWorkloads": len(workloads),
+                "flavorsReservation": flavors,
+                "flavorUsage": flavors,
+            }
+            if not lq.active:
+                active, reason, message = False, "Stopped", "LocalQueue is stopped"
+            elif lq.cluster_queue not in cq_names:
+                active, reason, message = (
+                    False,
+                    "ClusterQueueDoesNotExist",
+                    f"Can't submit new workloads to clusterQueue {lq.cluster_queue}",
+                )
+            else:
+                active, reason, message = True, "Ready", "Can submit new workloads to localQueue"
+            await self._write(
+                LOCAL_QUEUE, lq.name, lq.namespace, status, active=active, reason=reason, message=message, now=now
+            )
+
+    async def _write(
+        self,
+        resource: Any,
+        name: str,
+        namespace: str | None,
+        fields: dict[str, Any],
+        *,
+        active: bool,
+        reason: str,
+        message: str,
+        now: datetime.datetime,
+    ) -> None:
+        obj = self._cache.cluster_queue(name) if namespace is None else self._cache.local_queue(namespace, name)
+        if obj is None:
+            return
+        current = obj.get("status") or {}
+        same_fields = all(current.get(k) == v for k, v in fields.items())
+        same_active = conditions.same(
+            current.get("conditions"), kind="Active", status=active, reason=reason, message=message
+        )
+        if same_fields and same_active:
+            return
+        status = dict(current) | fields
+        status["conditions"] = conditions.set_condition(
+            current.get("conditions"), kind="Active", status=active, reason=reason, message=message, now=now
+        )
+        try:
+            written = await self._kube.replace_status(resource, dict(obj) | {"status": status})
+        except errors.KubeError as exc:
+            log.info("queue status not written: %s", exc)
+            return
+        self._cache.observe(resource, written)
+
+
+def _inactive(cq: ClusterQueue) -> tuple[str, str]:
+    if not cq.active:
+        return "Stopped", f"ClusterQueue is stopped (stopPolicy {cq.stop_policy})"
+    return "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor"
+
+
+def _number(q: Quantity) -> float:
+    return q.nano / 1e9

@@ -1,0 +1,110 @@
+"""The leader's loop: after every change in the cache (or when something time-based is due), one pass of
+1. the job side (Workloads created, jobs released, stopped, finished: ``JobSync``),
+2. the Workload side (deactivation, maximum execution time, draining queues, orphans: ``WorkloadSync``),
+3. scheduling (``Admitter``: snapshot, ``core.schedule``, commit),
+4. ClusterQueue and LocalQueue status (``QueueStatusWriter``).
+
+The loop is level-triggered: each pass looks at everything in the cache, so a restarted leader (or one that
+missed a watch event) converges from whatever it finds. Writes are put into the cache as soon as the server
+answers, so a pass never repeats the previous pass's writes while the watch catches up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from webhook.admission.namespace_policy import NamespacePolicy
+from webhook.controller.admitter import Admitter
+from webhook.controller.cache import ClusterCache
+from webhook.controller.events import EventRecorder
+from webhook.controller.jobsync import JobSync
+from webhook.controller.queuestatus import QueueStatusWriter
+from webhook.controller.workloadsync import WorkloadSync
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.objects import Object
+from webhook.logs import object_fields
+from webhook.metrics import Metrics
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], datetime.datetime]
+
+
+def _utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        namespaces: NamespacePolicy | None = None,
+        metrics: Metrics | None = None,
+        events: EventRecorder | None = None,
+        clock: Clock = _utcnow,
+        resync_seconds: float = 5.0,
+        concurrency: int = 32,
+    ) -> None:
+        self._cache = cache
+        self._namespaces = namespaces or NamespacePolicy.default()
+        self._clock = clock
+        self._resync = resync_seconds
+        self._gate = asyncio.Semaphore(concurrency)
+        recorder = events or EventRecorder(kube)
+        self.jobs = JobSync(kube, cache, events=recorder)
+        self.workloads = WorkloadSync(kube, cache, events=recorder)
+        self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)
+        self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
+        self.passes = 0
+        self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)
+
+    async def run(self) -> None:
+        await self._cache.wait_synced()
+        log.info("caches synced; reconciling")
+        while True:
+            seen = self._cache.generation
+            wake = await self.pass_once()
+            timeout = self._resync
+            if wake is not None:
+                timeout = min(timeout, max(0.05, (wake - self._clock()).total_seconds()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._cache.wait_changed(seen), timeout)
+
+    async def pass_once(self) -> datetime.datetime | None:
+        """One pass over everything; returns when the next time-based event is due (None if nothing is)."""
+        now = self._clock()
+        jobs = [j for j in self._cache.jobs() if self._managed(j)]
+        await self._each(jobs, lambda job: self.jobs.sync(job, now))
+        wakes = await self._each(self._cache.workloads(), lambda wl: self.workloads.sync(wl, now))
+        snapshot, _result = await self.admitter.run_pass(now)
+        await self.queue_status.write(snapshot, now)
+        self.passes += 1
+        due = [w for w in wakes if isinstance(w, datetime.datetime)]
+        return min(due) if due else None
+
+    def _managed(self, job: Object) -> bool:
+        namespace = (job.get("metadata") or {}).get("namespace", "")
+        return self._namespaces.is_managed(namespace, self._cache.namespace_labels(namespace))
+
+    async def _each(self, objects: Iterable[Object], work: Callable[[Object], Awaitable[Any]]) -> list[Any]:
+        async def one(obj: Object) -> Any:
+            async with self._gate:
+                try:
+                    return await work(obj)
+                except errors.Conflict:
+                    return None  # someone wrote first; the next pass sees their version
+                except errors.KubeError as exc:
+                    log.warning("reconcile failed: %s", exc, extra=object_fields(obj))
+                except Exception:
+                    self.errors += 1
+                    log.exception("reconcile crashed", extra=object_fields(obj))
+                return None
+
+        return list(await asyncio.gather(*(one(o) for o in objects)))

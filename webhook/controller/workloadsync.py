@@ -1,0 +1,151 @@
+"""The Workload side of the reconciler: evictions that are not preemption, orphans, bare Workloads.
+
+For each Workload, in order:
+1. an orphan (its owning Job is gone) is deleted, which frees its quota;
+2. an admitted Workload is evicted when it is deactivated (``spec.active: false``), when it ran past
+   ``maximumExecutionTimeSeconds`` (and is then deactivated, as in Kueue), or when its ClusterQueue or
+   LocalQueue is stopped with ``HoldAndDrain``;
+3. an evicted bare Workload (no Job to stop) gives its quota back at once.
+Returns the next moment something time-based is due, so the loop can sleep until then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.api import conditions
+from webhook.api.constants import COND_REQUEUED
+from webhook.controller.cache import ClusterCache
+from webhook.controller.events import EventRecorder
+from webhook.jobs import workload as wl_life
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.objects import Object, key_of
+from webhook.kube.resources import JOB, WORKLOAD
+from webhook.logs import object_fields
+
+log = logging.getLogger(__name__)
+
+MAX_EXEC_REASON = "DeactivatedDueToMaximumExecutionTimeExceeded"
+
+
+def _job_owner(workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
+        if owner.get("kind") == "Job" and owner.get("controller"):
+            return owner  # type: ignore[no-any-return]
+    return None
+
+
+class WorkloadSync:
+    def __init__(self, kube: Kube, cache: ClusterCache, *, events: EventRecorder) -> None:
+        self._kube = kube
+        self._cache = cache
+        self._events = events
+
+    async def sync(self, workload: Object, now: datetime.datetime) -> datetime.datetime | None:
+        meta = workload.get("metadata") or {}
+        if meta.get("deletionTimestamp") or wl_life.is_finished(workload):
+            return None
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        owner = _job_owner(workload)
+
+        # 1. Orphans. The job cache holds only labelled Jobs, so ask the server before deleting.
+        orphan_candidate = owner is not None and self._cache.job(namespace, owner.get("name", "")) is None
+        if orphan_candidate and owner is not None and await self._owner_gone(namespace, owner):
+            with contextlib.suppress(errors.NotFound, errors.Conflict):
+                await self._kube.delete(WORKLOAD, name, namespace=namespace, uid=meta.get("uid"))
+                self._cache.forget(WORKLOAD, key_of(workload))
+            return None
+
+        spec = workload.get("spec") or {}
+        # 2. Evictions other than preemption.
+        if wl_life.holds_quota(workload) and not wl_life.is_evicted(workload):
+            if spec.get("active", True) is False:
+                await self._evict(workload, "Deactivated", "The workload is deactivated", now)
+                return None
+            deadline = self._deadline(workload)
+            if deadline is not None and deadline <= now:
+                workload = await self._deactivate(workload)
+                await self._evict(workload, MAX_EXEC_REASON, "Exceeded the maximum execution time", now)
+                return None
+            drain = self._draining_queue(workload)
+            if drain is not None:
+                await self._evict(workload, drain[0], drain[1], now)
+                return None
+            return deadline
+
+        # 3. A bare Workload has no job to stop: release its quota now.
+        if owner is None and wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
+            await self._write_status(wl_life.released(workload, now=now))
+        # A reactivated Workload is requeued.
+        requeued = conditions.find((workload.get("status") or {}).get("conditions"), COND_REQUEUED)
+        if (
+            spec.get("active", True)
+            and requeued is not None
+            and requeued.get("status") == "False"
+            and str(requeued.get("reason", "")).startswith("Deactivated")
+            and not wl_life.holds_quota(workload)
+        ):
+            status = dict(workload.get("status") or {})
+            status["conditions"] = conditions.set_condition(
+                status.get("conditions"),
+                kind=COND_REQUEUED,
+                status=True,
+                reason="Reactivated",
+                message="The workload was reactivated",
+                now=now,
+            )
+            await self._write_status(dict(workload) | {"status": status})
+        return None
+
+    # -- helpers --------------------------------------------------------------------------------------------
+
+    async def _owner_gone(self, namespace: str, owner: Mapping[str, Any]) -> bool:
+        try:
+            job = await self._kube.get(JOB, owner.get("name", ""), namespace=namespace)
+        except errors.NotFound:
+            return True
+        return bool((job.get("metadata") or {}).get("uid") != owner.get("uid"))
+
+    @staticmethod
+    def _deadline(workload: Mapping[str, Any]) -> datetime.datetime | None:
+        seconds = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
+        since = wl_life.admitted_since(workload)
+        if seconds is None or since is None:
+            return None
+        past = int((workload.get("status") or {}).get("accumulatedPastExexcutionTimeSeconds") or 0)
+        return since + datetime.timedelta(seconds=int(seconds) - past)
+
+    def _draining_queue(self, workload: Mapping[str, Any]) -> tuple[str, str] | None:
+        status = workload.get("status") or {}
+        cq_name = (status.get("admission") or {}).get("clusterQueue", "")
+        cq = self._cache.cluster_queue(cq_name)
+        if cq is not None and (cq.get("spec") or {}).get("stopPolicy") == "HoldAndDrain":
+            return "ClusterQueueStopped", f"The ClusterQueue {cq_name} is stopped"
+        meta = workload.get("metadata") or {}
+        lq_name = (workload.get("spec") or {}).get("queueName", "")
+        lq = self._cache.local_queue(meta.get("namespace", ""), lq_name)
+        if lq is not None and (lq.get("spec") or {}).get("stopPolicy") == "HoldAndDrain":
+            return "LocalQueueStopped", f"The LocalQueue {lq_name} is stopped"
+        return None
+
+    async def _deactivate(self, workload: Object) -> Object:
+        meta = workload["metadata"]
+        result = await self._kube.patch(
+            WORKLOAD, meta["name"], {"spec": {"active": False}}, namespace=meta["namespace"]
+        )
+        self._cache.observe(WORKLOAD, result)
+        return result
+
+    async def _evict(self, workload: Object, reason: str, message: str, now: datetime.datetime) -> None:
+        await self._write_status(wl_life.evicted(workload, reason=reason, message=message, now=now))
+        await self._events.record(workload, type="Normal", reason="Evicted", message=f"{reason}: {message}", now=now)
+        log.info("evicted %s", reason, extra=object_fields(workload))
+
+    async def _write_status(self, workload: Object) -> None:
+        result = await self._kube.replace_status(WORKLOAD, workload)
+        self._cache.observe(WORKLOAD, result)

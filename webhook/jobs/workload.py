@@ -1,0 +1,145 @@
+"""The Workload's own lifecycle as pure transformations of its object: admit, evict, requeue, finish.
+
+Each function returns a new Workload object whose ``status`` is what should be written through the status
+subresource (the caller writes it with the resourceVersion it read, so a concurrent change is a conflict, never
+a lost update). Condition types and reasons are Kueue's.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.api import conditions
+from webhook.api.constants import (
+    COND_ADMITTED,
+    COND_EVICTED,
+    COND_FINISHED,
+    COND_PREEMPTED,
+    COND_QUOTA_RESERVED,
+    COND_REQUEUED,
+    REASON_PENDING_EVALUATION,
+    REASON_QUOTA_RESERVED,
+)
+
+JSON = dict[str, Any]
+
+# Eviction reasons after which Kueue puts the workload straight back in its queue.
+REQUEUE_AT_ONCE = frozenset({"Preempted", "NodeFailures", "ClusterQueueStopped", "LocalQueueStopped"})
+
+
+def _conds(workload: Mapping[str, Any]) -> list[JSON]:
+    return list((workload.get("status") or {}).get("conditions") or [])
+
+
+def _with_status(workload: Mapping[str, Any], status: JSON) -> JSON:
+    result = copy.deepcopy(dict(workload))
+    result["status"] = status
+    return result
+
+
+def _set(conds: list[JSON], now: datetime.datetime, kind: str, status: bool, reason: str, message: str) -> list[JSON]:
+    return conditions.set_condition(conds, kind=kind, status=status, reason=reason, message=message, now=now)
+
+
+def holds_quota(workload: Mapping[str, Any]) -> bool:
+    status = workload.get("status") or {}
+    return bool(status.get("admission")) and not conditions.is_true(workload, COND_FINISHED)
+
+
+def is_admitted(workload: Mapping[str, Any]) -> bool:
+    return holds_quota(workload) and conditions.is_true(workload, COND_ADMITTED)
+
+
+def is_evicted(workload: Mapping[str, Any]) -> bool:
+    return conditions.is_true(workload, COND_EVICTED)
+
+
+def is_finished(workload: Mapping[str, Any]) -> bool:
+    return conditions.is_true(workload, COND_FINISHED)
+
+
+def admitted(workload: Mapping[str, Any], admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
+    """Quota reserved and admitted in one step (Turnstile has no admission checks)."""
+    status = copy.deepcopy(dict(workload.get("status") or {}))
+    cq = admission["clusterQueue"]
+    conds = _conds(workload)
+    previous = conditions.find(conds, COND_EVICTED)
+    conds = _set(conds, now, COND_QUOTA_RESERVED, True, REASON_QUOTA_RESERVED, f"Quota reserved in ClusterQueue {cq}")
+    conds = _set(conds, now, COND_ADMITTED, True, "Admitted", "The workload is admitted")
+    if previous is not None and previous.get("status") == "True":
+        conds = _set(
+            conds, now, COND_EVICTED, False, REASON_QUOTA_RESERVED, f"Previously: {previous.get('message', '')}"
+        )
+        conds = _set(conds, now, COND_PREEMPTED, False, REASON_QUOTA_RESERVED, "Quota reserved again")
+    status["admission"] = copy.deepcopy(dict(admission))
+    status["conditions"] = conds
+    status.pop("requeueState", None)
+    return _with_status(workload, status)
+
+
+def pending(workload: Mapping[str, Any], *, reason: str, message: str, now: datetime.datetime) -> JSON | None:
+    """QuotaReserved=False with the scheduler's reason; None when that is already what the Workload says."""
+    conds = _conds(workload)
+    if conditions.same(conds, kind=COND_QUOTA_RESERVED, status=False, reason=reason, message=message):
+        return None
+    status = copy.deepcopy(dict(workload.get("status") or {}))
+    status["conditions"] = _set(conds, now, COND_QUOTA_RESERVED, False, reason, message)
+    return _with_status(workload, status)
+
+
+def evicted(
+    workload: Mapping[str, Any],
+    *,
+    reason: str,
+    message: str,
+    now: datetime.datetime,
+    preempted_reason: str | None = None,
+) -> JSON:
+    """Evicted=True (and Preempted=True when preempted): the job must stop before the quota is released."""
+    status = copy.deepcopy(dict(workload.get("status") or {}))
+    conds = _set(_conds(workload), now, COND_EVICTED, True, reason, message)
+    if preempted_reason is not None:
+        conds = _set(conds, now, COND_PREEMPTED, True, preempted_reason, message)
+    status["conditions"] = conds
+    return _with_status(workload, status)
+
+
+def released(workload: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
+    """The evicted workload's quota given back: no admission, QuotaReserved/Admitted False, Requeued set."""
+    status = copy.deepcopy(dict(workload.get("status") or {}))
+    evict = conditions.find(_conds(workload), COND_EVICTED)
+    reason = str((evict or {}).get("reason") or "Evicted")
+    status.pop("admission", None)
+    conds = _set(_conds(workload), now, COND_QUOTA_RESERVED, False, REASON_PENDING_EVALUATION, "Evicted: " + reason)
+    conds = _set(conds, now, COND_ADMITTED, False, "NoReservation", "The workload has no reservation")
+    active = (workload.get("spec") or {}).get("active", True)
+    if active and reason in REQUEUE_AT_ONCE:
+        conds = _set(conds, now, COND_REQUEUED, True, reason, "Requeued after eviction")
+    else:
+        conds = _set(conds, now, COND_REQUEUED, False, reason, "Not requeued: " + reason)
+    status["conditions"] = conds
+    return _with_status(workload, status)
+
+
+def finished(workload: Mapping[str, Any], *, succeeded: bool, message: str, now: datetime.datetime) -> JSON:
+    status = copy.deepcopy(dict(workload.get("status") or {}))
+    reason = "Succeeded" if succeeded else "Failed"
+    status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, reason, message)
+    return _with_status(workload, status)
+
+
+def failed_to_start(workload: Mapping[str, Any], *, message: str, now: datetime.datetime) -> JSON:
+    """The admission cannot be applied to the job (e.g. its nodeSelector contradicts the flavor): finish it."""
+    status = copy.deepcopy(dict(workload.get("status") or {}))
+    status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, "FailedToStart", message)
+    return _with_status(workload, status)
+
+
+def admitted_since(workload: Mapping[str, Any]) -> datetime.datetime | None:
+    condition = conditions.find(_conds(workload), COND_ADMITTED)
+    if condition is None or condition.get("status") != "True" or not condition.get("lastTransitionTime"):
+        return None
+    return conditions.parse_time(str(condition["lastTransitionTime"]))
