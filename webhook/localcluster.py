@@ -275,38 +275,40 @@ class LocalCluster:
         )
 
     def _write_kubeconfig(self) -> None:
-        def b64(path: Path) -> str:
-            return base64.b64encode(path.read_bytes()).decode()
+        admin = pki.KeyPair.read(self.pki_dir / "admin.crt", self.pki_dir / "admin.key")
+        self._kubeconfig_for("turnstile-admin", admin, self.kubeconfig)
 
-        p = self.pki_dir
+    def client_kubeconfig(self, user: str, groups: tuple[str, ...] = ()) -> Path:
+        """A kubeconfig for another identity (its own client certificate), e.g. for Turnstile itself."""
+        ca = pki.KeyPair.read(self.pki_dir / "ca.crt", self.pki_dir / "ca.key")
+        path = self.state_dir / f"kubeconfig-{user.replace(':', '_')}"
+        self._kubeconfig_for(user, pki.new_client_cert(ca, user, groups), path)
+        return path
+
+    def _kubeconfig_for(self, user: str, pair: pki.KeyPair, path: Path) -> None:
+        def b64(data: bytes) -> str:
+            return base64.b64encode(data).decode()
+
         config = {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
                 {
                     "name": "turnstile-local",
-                    "cluster": {"server": self.server, "certificate-authority-data": b64(p / "ca.crt")},
+                    "cluster": {"server": self.server, "certificate-authority-data": b64(self.ca_pem)},
                 }
             ],
             "users": [
                 {
-                    "name": "turnstile-admin",
-                    "user": {
-                        "client-certificate-data": b64(p / "admin.crt"),
-                        "client-key-data": b64(p / "admin.key"),
-                    },
+                    "name": user,
+                    "user": {"client-certificate-data": b64(pair.cert_pem), "client-key-data": b64(pair.key_pem)},
                 }
             ],
-            "contexts": [
-                {
-                    "name": "turnstile-local",
-                    "context": {"cluster": "turnstile-local", "user": "turnstile-admin"},
-                }
-            ],
+            "contexts": [{"name": "turnstile-local", "context": {"cluster": "turnstile-local", "user": user}}],
             "current-context": "turnstile-local",
         }
-        self.kubeconfig.write_text(json.dumps(config, indent=2))
-        self.kubeconfig.chmod(0o600)
+        path.write_text(json.dumps(config, indent=2))
+        path.chmod(0o600)
 
     def install_crds(self, *, timeout: float = 60.0) -> None:
         """Applies every CRD under manifests/crds/ and waits until the API server serves them."""

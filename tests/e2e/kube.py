@@ -1,0 +1,160 @@
+"""Builders and small helpers for end-to-end tests: objects as dicts, kubectl as the user's tool."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from webhook.localcluster import LocalCluster
+
+JSON = dict[str, Any]
+
+
+def flavor(name: str, *, node_labels: dict[str, str] | None = None, tolerations: list[JSON] | None = None) -> JSON:
+    spec: JSON = {}
+    if node_labels:
+        spec["nodeLabels"] = node_labels
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+
+
+def cluster_queue(
+    name: str,
+    *,
+    flavors: dict[str, dict[str, str]],
+    cohort: str | None = None,
+    strategy: str = "BestEffortFIFO",
+    preemption: JSON | None = None,
+    borrowing_limit: dict[str, str] | None = None,
+) -> JSON:
+    """``flavors``: flavor name -> {resource: nominal quota}, in order (one resource group)."""
+    resources = sorted({r for quotas in flavors.values() for r in quotas})
+    group = {
+        "coveredResources": resources,
+        "flavors": [
+            {
+                "name": f,
+                "resources": [
+                    {"name": r, "nominalQuota": quotas.get(r, "0")}
+                    | ({"borrowingLimit": borrowing_limit[r]} if borrowing_limit and r in borrowing_limit else {})
+                    for r in resources
+                ],
+            }
+            for f, quotas in flavors.items()
+        ],
+    }
+    spec: JSON = {"namespaceSelector": {}, "queueingStrategy": strategy, "resourceGroups": [group]}
+    if cohort:
+        spec["cohort"] = cohort
+    if preemption:
+        spec["preemption"] = preemption
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(namespace: str, name: str, cq: str) -> JSON:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+def job(
+    namespace: str,
+    name: str,
+    *,
+    queue: str,
+    parallelism: int = 1,
+    requests: dict[str, str] | None = None,
+    priority_class: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> JSON:
+    all_labels = {"kueue.x-k8s.io/queue-name": queue} | (labels or {})
+    if priority_class:
+        all_labels["kueue.x-k8s.io/priority-class"] = priority_class
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": all_labels},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": "busybox", "resources": {"requests": requests or {"cpu": "1"}}}
+                    ],
+                }
+            },
+        },
+    }
+
+
+def apply(cluster: LocalCluster, *objects: JSON) -> None:
+    for obj in objects:
+        cluster.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(obj))
+
+
+def create(cluster: LocalCluster, obj: JSON, *extra: str) -> JSON:
+    done = cluster.kubectl("create", "-o", "json", *extra, "-f", "-", input=json.dumps(obj))
+    return dict(json.loads(done.stdout))
+
+
+def get(cluster: LocalCluster, kind: str, name: str, namespace: str | None = None) -> JSON:
+    args = ["get", kind, name, "-o", "json"] + (["-n", namespace] if namespace else [])
+    return dict(json.loads(cluster.kubectl(*args).stdout))
+
+
+def items(cluster: LocalCluster, kind: str, namespace: str | None = None) -> list[JSON]:
+    args = ["get", kind, "-o", "json"] + (["-n", namespace] if namespace else ["-A"])
+    return list(json.loads(cluster.kubectl(*args).stdout)["items"])
+
+
+def eventually(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
+    """Polls ``check`` until it returns something truthy; fails with the last value seen."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last value: {last!r}")
+
+
+def condition(obj: JSON, kind: str) -> JSON | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return None
+
+
+def is_true(obj: JSON, kind: str) -> bool:
+    c = condition(obj, kind)
+    return c is not None and c.get("status") == "True"
+
+
+def finish_job_pods(cluster: LocalCluster, namespace: str, job_name: str) -> int:
+    """Marks every pod of the Job Succeeded, as a kubelet would; the Job controller then completes the Job."""
+    pods = json.loads(
+        cluster.kubectl("get", "pods", "-n", namespace, "-l", f"job-name={job_name}", "-o", "json").stdout
+    )["items"]
+    for pod in pods:
+        patch = {"status": {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}}
+        cluster.kubectl(
+            "patch",
+            "pod",
+            pod["metadata"]["name"],
+            "-n",
+            namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps(patch),
+        )
+    return len(pods)

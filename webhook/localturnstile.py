@@ -1,0 +1,164 @@
+"""Turnstile running as a process on this machine, in front of a ``LocalCluster``'s API server.
+
+Backs ``turnstile cluster up --with-turnstile`` (the demo) and the end-to-end tests: writes a webhook serving
+certificate for 127.0.0.1, a kubeconfig with Turnstile's own identity, a configuration file; starts
+``turnstile run``; registers the webhook configurations with a url-based clientConfig and the caBundle; and
+waits until the API server really calls the webhook (a dry-run Job comes back suspended).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from webhook.admission.registration import default_namespace_selector, render_webhook_configurations
+from webhook.localcluster import ClusterError, LocalCluster, free_port
+from webhook.tls import issue_webhook_certificates
+
+IDENTITY = "turnstile-controller"
+PROBE_NAMESPACE = "turnstile-probe"
+
+
+class LocalTurnstile:
+    def __init__(self, cluster: LocalCluster, workdir: Path, *, config: dict[str, Any] | None = None) -> None:
+        self.cluster = cluster
+        self.workdir = workdir.resolve()
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self._config = {
+            "namespace": "turnstile-system",
+            "reconcilerUsers": [IDENTITY],
+            "leaderElection": {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"},
+        } | (config or {})
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "turnstile.log"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    def start(self, *, timeout: float = 60.0) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        certs = issue_webhook_certificates(self.workdir / "certs", ["127.0.0.1", "localhost"])
+        kubeconfig = self.cluster.client_kubeconfig(IDENTITY, ("system:masters",))
+        config_file = self.workdir / "config.yaml"
+        config_file.write_text(yaml.safe_dump(self._config))
+        self.cluster.kubectl("create", "namespace", str(self._config["namespace"]), check=False)
+        log = self.log_file.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "webhook",
+                "run",
+                f"--config={config_file}",
+                f"--tls-cert={certs.cert_file}",
+                f"--tls-key={certs.key_file}",
+                f"--kubeconfig={kubeconfig}",
+                "--host=127.0.0.1",
+                f"--port={self.port}",
+                f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+        self._wait_ready(certs.ca_pem, timeout)
+        self.register(certs.ca_pem)
+        self._wait_effective(timeout)
+
+    def register(self, ca_pem: bytes) -> None:
+        own = str(self._config["namespace"])
+        mutating, validating = render_webhook_configurations(
+            ca_bundle=ca_pem,
+            url=f"https://127.0.0.1:{self.port}",
+            namespace_selector=default_namespace_selector(own),
+        )
+        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(mutating))
+        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(validating))
+
+    def unregister(self) -> None:
+        for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+            self.cluster.kubectl("delete", kind, "turnstile", "--ignore-not-found", check=False)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crashed replica: no lease release, no cleanup."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    def restart(self, *, timeout: float = 60.0) -> None:
+        self.kill()
+        self.restarts += 1
+        self.start(timeout=timeout)
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as response:
+            return str(response.read().decode())
+
+    def _wait_ready(self, ca_pem: bytes, timeout: float) -> None:
+        context = ssl.create_default_context(cadata=ca_pem.decode())
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise ClusterError(f"turnstile exited with {self.process.returncode}; see {self.log_file}")
+            url = f"https://127.0.0.1:{self.port}/readyz"
+            with (
+                contextlib.suppress(urllib.error.URLError, OSError),
+                urllib.request.urlopen(url, timeout=2, context=context) as r,
+            ):
+                if r.status == 200:
+                    return
+            time.sleep(0.2)
+        raise ClusterError(f"turnstile was not ready within {timeout:.0f}s; see {self.log_file}")
+
+    def _wait_effective(self, timeout: float) -> None:
+        """The API server picks up webhook configurations asynchronously: probe until a Job is mutated."""
+        self.cluster.kubectl("create", "namespace", PROBE_NAMESPACE, check=False)
+        probe = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "probe", "namespace": PROBE_NAMESPACE, "labels": {"kueue.x-k8s.io/queue-name": "x"}},
+            "spec": {
+                "template": {
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+                }
+            },
+        }
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done = self.cluster.kubectl(
+                "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
+            )
+            if done.returncode == 0 and json.loads(done.stdout)["spec"].get("suspend") is True:
+                return
+            time.sleep(0.3)
+        raise ClusterError(f"the API server did not call the webhook within {timeout:.0f}s; see {self.log_file}")
