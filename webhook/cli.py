@@ -16,7 +16,7 @@ def _cluster(args: argparse.Namespace) -> int:
     from webhook import localcluster
 
     if args.action == "up":
-        return localcluster.cli_up(Path(args.state_dir))
+        return localcluster.cli_up(Path(args.state_dir), with_turnstile=args.with_turnstile)
     if args.action == "down":
         return localcluster.cli_down(Path(args.state_dir))
     return localcluster.cli_status(Path(args.state_dir))
@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     cluster = sub.add_parser("cluster", help="a local kube-apiserver + etcd for development and tests")
     cluster.add_argument("action", choices=["up", "down", "status"])
     cluster.add_argument("--state-dir", default=".turnstile", help="where the cluster keeps its data")
+    cluster.add_argument(
+        "--with-turnstile",
+        action="store_true",
+        help="also run `turnstile run` against it and register its webhooks (url clientConfig + caBundle)",
+    )
     cluster.set_defaults(func=_cluster)
 
     for verb, text in (

@@ -176,6 +176,12 @@ class LocalCluster:
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
     # -- steps --------------------------------------------------------------------------------------------
+    def adopt(self, name: str, pid: int) -> None:
+        """Records a process started beside the cluster (e.g. Turnstile) so that ``stop`` ends it too."""
+        assert self.state is not None
+        self.state.pids[name] = pid
+        (self.state_dir / STATE_FILE).write_text(json.dumps(asdict(self.state), indent=2))
+
     def _write_pki(self) -> None:
         ca = pki.new_ca("turnstile-local-ca")
         ca.write(self.pki_dir / "ca.crt", self.pki_dir / "ca.key")
@@ -392,7 +398,7 @@ def _terminate(pid: int, proc: subprocess.Popen[bytes] | None, grace: float = 10
 
 
 # -- the CLI's three verbs ------------------------------------------------------------------------------------
-def cli_up(state_dir: Path) -> int:
+def cli_up(state_dir: Path, *, with_turnstile: bool = False) -> int:
     cluster = LocalCluster(state_dir)
     if cluster.load() is not None:
         print(f"a local cluster is already running at {cluster.server} (state in {state_dir}).")
@@ -404,6 +410,21 @@ def cli_up(state_dir: Path) -> int:
     except ClusterError as exc:
         print(f"turnstile cluster up: {exc}", file=sys.stderr)
         return 1
+    if with_turnstile:
+        from webhook.localturnstile import LocalTurnstile
+
+        local = LocalTurnstile(cluster, state_dir / "turnstile")
+        try:
+            local.start()
+        except ClusterError as exc:
+            print(f"turnstile cluster up: {exc}", file=sys.stderr)
+            cluster.stop()
+            return 1
+        assert local.process is not None
+        cluster.adopt("turnstile", local.process.pid)
+        print(
+            f"Turnstile runs in front of it: webhooks on https://127.0.0.1:{local.port}, metrics on {local.metrics_url}"
+        )
     print(f"kube-apiserver is ready at {state.server}; etcd at 127.0.0.1:{state.etcd_port}.")
     print(f"Processes: {', '.join(f'{n} (pid {p})' for n, p in state.pids.items())}; logs in {state_dir}/logs/.")
     print("Use it with:")

@@ -39,7 +39,8 @@ def _flavor_usage(
                 total = usage.get((flavor.name, quota.name), ZERO)
                 row: dict[str, Any] = {"name": quota.name, "total": format_quantity(total)}
                 if with_borrowed:
-                    row["borrowed"] = format_quantity(max(total - quota.nominal, ZERO))
+                    borrowed = total - quota.nominal
+                    row["borrowed"] = format_quantity(borrowed if borrowed > ZERO else ZERO)
                 resources.append(row)
             rows.append({"name": flavor.name, "resources": resources})
     return rows
@@ -72,7 +73,7 @@ class QueueStatusWriter:
             usage: dict[tuple[str, str], Quantity] = {}
             for wl in workloads:
                 for fr, q in workload_usage(wl).items():
-                    usage[fr] = usage.get(fr, ZERO) + q
+                    usage[fr] = usage[fr] + q if fr in usage else q  # keeps q's format (Gi stays Gi)
             pending = pending_by_cq[cq.name]
             active = cq.active and all(
                 f.name in {rf.name for rf in snapshot.flavors} for g in cq.resource_groups for f in g.flavors
@@ -123,7 +124,7 @@ class QueueStatusWriter:
             for wl in workloads:
                 for (flavor_name, resource), q in workload_usage(wl).items():
                     row = usage_rows.setdefault(flavor_name, {})
-                    row[resource] = row.get(resource, ZERO) + q
+                    row[resource] = row[resource] + q if resource in row else q
             flavors = [
                 {"name": f, "resources": [{"name": r, "total": format_quantity(q)} for r, q in sorted(rs.items())]}
                 for f, rs in sorted(usage_rows.items())
