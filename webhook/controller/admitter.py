@@ -220,6 +220,10 @@ class Admitter:
             return  # a reason is information; the next pass writes it again
         self._cache.observe(WORKLOAD, written)
         await self._events.record(written, type="Warning", reason="Pending", message=decision.message, now=now)
+        # Users look at their Job, not its Workload: `kubectl describe job` must say why it waits too.
+        owner = wl_life.controlling_owner(written)
+        if owner is not None:
+            await self._events.record(owner, type="Warning", reason="Pending", message=decision.message, now=now)
 
 
 def _says(obj: Mapping[str, Any], decision: PendingDecision) -> bool:

@@ -138,6 +138,19 @@ def failed_to_start(workload: Mapping[str, Any], *, message: str, now: datetime.
     return _with_status(workload, status)
 
 
+def controlling_owner(workload: Mapping[str, Any]) -> JSON | None:
+    """The object that owns ``workload`` (its Job), in the shape events and lookups need; None for a bare one."""
+    meta = workload.get("metadata") or {}
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("controller"):
+            return {
+                "apiVersion": owner.get("apiVersion"),
+                "kind": owner.get("kind"),
+                "metadata": {"name": owner.get("name"), "namespace": meta.get("namespace"), "uid": owner.get("uid")},
+            }
+    return None
+
+
 def admitted_since(workload: Mapping[str, Any]) -> datetime.datetime | None:
     condition = conditions.find(_conds(workload), COND_ADMITTED)
     if condition is None or condition.get("status") != "True" or not condition.get("lastTransitionTime"):
