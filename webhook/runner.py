@@ -70,6 +70,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
             key_file=options.key_file,
             host=options.host,
             port=options.port,
+            observe=metrics.observe_webhook,
         )
         await server.start()
         stack.push_async_callback(server.close)

@@ -18,7 +18,7 @@ from typing import Final
 from aiohttp import web
 
 from webhook.admission.options import AdmissionOptions
-from webhook.admission.routes import Readiness, build_app
+from webhook.admission.routes import Observer, Readiness, build_app
 from webhook.admission.view import ClusterView
 from webhook.tls import DEFAULT_POLL_SECONDS, CertificateReloader
 
@@ -60,10 +60,11 @@ class AdmissionServer:
         host: str = "",
         port: int = 9443,
         poll_seconds: float = DEFAULT_POLL_SECONDS,
+        observe: Observer | None = None,
     ) -> None:
         self.readiness = Readiness()
         self.reloader = CertificateReloader(cert_file, key_file)
-        self.app = build_app(view=view, options=options, readiness=self.readiness)
+        self.app = build_app(view=view, options=options, readiness=self.readiness, observe=observe)
         self.app[RELOADER] = self.reloader
         self.app[FAILURES] = asyncio.Queue()
         self.app[POLL_SECONDS] = poll_seconds

@@ -10,6 +10,8 @@ Must not: reach the API server, or hold policy logic.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -39,6 +41,9 @@ class Readiness:
 VIEW: Final = web.AppKey("view", ClusterView)
 OPTIONS: Final = web.AppKey("options", AdmissionOptions)
 READINESS: Final = web.AppKey("readiness", Readiness)
+# Called once per admission request with (path, HTTP status, seconds): the metrics hook, kept as a plain callable
+# so this layer knows nothing of Prometheus.
+Observer = Callable[[str, int, float], None]
 
 _JSON = "application/json"
 
@@ -83,9 +88,36 @@ async def readyz(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-def build_app(*, view: ClusterView, options: AdmissionOptions, readiness: Readiness | None = None) -> web.Application:
+def _observing(observe: Observer) -> Callable[[web.Request, Handler], object]:
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method != "POST":
+            return await handler(request)
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await handler(request)
+            status = response.status
+            return response
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        finally:
+            observe(request.path, status, time.perf_counter() - started)
+
+    return middleware
+
+
+def build_app(
+    *,
+    view: ClusterView,
+    options: AdmissionOptions,
+    readiness: Readiness | None = None,
+    observe: Observer | None = None,
+) -> web.Application:
     """The webhook application: one POST route per enabled endpoint, plus health and readiness."""
-    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    middlewares = [_observing(observe)] if observe is not None else []
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)  # type: ignore[arg-type]
     app[VIEW] = view
     app[OPTIONS] = options
     app[READINESS] = readiness if readiness is not None else Readiness()

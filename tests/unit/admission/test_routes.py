@@ -108,3 +108,19 @@ async def test_a_policy_bug_fails_closed_not_500(client: TestClient[Any, Any], v
     answer = (await resp.json())["response"]
     assert answer["allowed"] is False
     assert "internal error" in answer["status"]["message"]
+
+
+async def test_every_review_is_observed_with_its_status(aiohttp_client: ClientFactory) -> None:
+    seen: list[tuple[str, int]] = []
+    app = build_app(
+        view=StaticView(),
+        options=AdmissionOptions(),
+        readiness=Readiness(tls_serving=True),
+        observe=lambda path, status, seconds: seen.append((path, status)) if seconds >= 0 else None,
+    )
+    client = await aiohttp_client(app)
+    await client.post("/mutate/batch/v1/jobs", data=orjson.dumps(review_body(make_job())))
+    await client.post("/mutate/batch/v1/jobs", data=b"{not json")
+    await client.post("/mutate/batch/v1/jobs", data=io.BytesIO(b" " * (MAX_BODY_BYTES + 1)))
+    await client.get("/healthz")
+    assert seen == [("/mutate/batch/v1/jobs", 200), ("/mutate/batch/v1/jobs", 400), ("/mutate/batch/v1/jobs", 413)]
