@@ -14,6 +14,7 @@ from webhook.api.conditions import format_time
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import EVENT
+from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +68,5 @@ class EventRecorder:
         try:
             await self._kube.create(EVENT, body, namespace=namespace)
         except errors.KubeError as exc:
-            log.warning(
-                "could not record event %s: %s",
-                reason,
-                exc,
-                extra={"namespace": meta.get("namespace"), "name": meta.get("name"), "kind": obj.get("kind")},
-            )
+            # object_fields, not a plain {"name": ...}: "name" is a LogRecord attribute, and overwriting it raises.
+            log.warning("could not record event %s: %s", reason, exc, extra=object_fields(obj))

@@ -1,0 +1,22 @@
+"""The EventRecorder never fails its caller."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tests.unit.jobs.builders import make_job
+from webhook.controller.events import EventRecorder
+from webhook.kube import resources as r
+from webhook.kube.errors import Forbidden
+from webhook.kube.fake import FakeKube
+
+
+async def test_a_refused_event_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    kube = FakeKube()
+    kube.faults.fail_next("create", resource=r.EVENT, error=Forbidden("namespace is being terminated", status=403))
+    with caplog.at_level(logging.WARNING, logger="webhook.controller.events"):
+        await EventRecorder(kube).record(make_job("train"), type="Warning", reason="Pending", message="waiting")
+    assert "could not record event Pending" in caplog.text
+    assert kube.objects(r.EVENT) == []
