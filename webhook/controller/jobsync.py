@@ -4,9 +4,10 @@ For a managed Job, in order:
 1. its Workload exists, owned by it (a stale one left by an earlier Job of the same name is deleted);
 2. a suspended Job whose template or queue changed gets its pending Workload updated;
 3. a finished Job finishes its Workload (the quota goes back);
-4. an admitted Workload releases its suspended Job with the flavors injected;
-5. an evicted or unadmitted Workload stops its running Job: suspend, clear ``startTime``, restore the template;
-6. once the Job is stopped, an evicted Workload gives its quota back and is requeued.
+4. a stopped Job gets its template restored once the API server allows it (its pods are gone);
+5. an admitted Workload releases its suspended Job with the flavors injected;
+6. an evicted or unadmitted Workload stops its running Job: suspend, clear ``startTime`` (restored in step 4);
+7. once the Job is stopped and restored, an evicted Workload gives its quota back and is requeued.
 Every write carries the resourceVersion read, and its result goes straight into the cache so the next pass
 does not repeat it. What to do is decided by ``webhook.jobs``; this module only sequences and writes.
 """
@@ -72,19 +73,26 @@ class JobSync:
             return
 
         evicted = wl_life.is_evicted(workload)
-        # 4. Admitted: release.
+        # 4. Stopped but its template not yet restored: restore it as soon as the API server allows (once the
+        #    Job controller has removed its pods); nothing else happens to the Job before that.
+        if batch_job.is_stopping(job):
+            if batch_job.template_mutable(job):
+                await self._restore(job, workload)
+            return
+
+        # 5. Admitted: release.
         if wl_life.is_admitted(workload) and not evicted:
             if batch_job.is_suspended(job):
                 await self._start(job, workload, now)
             return
 
-        # 5. Not admitted (or evicted) but running: stop.
+        # 6. Not admitted (or evicted) but running: stop.
         if not batch_job.is_suspended(job):
             why = "evicted: " + _evict_reason(workload) if evicted else "not admitted by a ClusterQueue"
             await self._stop(job, workload, why, now)
             return
 
-        # 6. Stopped and evicted: give the quota back once no pod of the Job is left running.
+        # 7. Stopped, restored and evicted: give the quota back once no pod of the Job is left running.
         if evicted and wl_life.holds_quota(workload) and not (job.get("status") or {}).get("active"):
             await self._write_status(wl_life.released(workload, now=now))
 
@@ -151,9 +159,11 @@ class JobSync:
         await self._events.record(job, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
 
     async def _stop(self, job: Object, workload: Object, why: str, now: datetime.datetime) -> None:
-        # The API server lets a suspended Job's scheduling directives change only while status.startTime is
-        # unset, hence three writes in this order.
+        # The API server lets a suspended Job's scheduling directives change only once it has no active pods and
+        # either never started or is marked Suspended by the Job controller: suspend (marked as stopping) and
+        # clear status.startTime now; the template is restored by a later pass (step 4), when that holds.
         stopped = await self._kube.replace(JOB, batch_job.suspended(job))
+        self._cache.observe(JOB, stopped)
         if (stopped.get("status") or {}).get("startTime"):
             stopped = await self._kube.patch_status(
                 JOB,
@@ -161,9 +171,14 @@ class JobSync:
                 {"status": {"startTime": None}},
                 namespace=stopped["metadata"]["namespace"],
             )
-        restored = await self._kube.replace(JOB, batch_job.restored(stopped, workload))
-        self._cache.observe(JOB, restored)
+            self._cache.observe(JOB, stopped)
         await self._events.record(job, type="Normal", reason="Stopped", message=f"Job stopped: {why}", now=now)
+        if batch_job.template_mutable(stopped):
+            await self._restore(stopped, workload)
+
+    async def _restore(self, job: Object, workload: Object) -> None:
+        restored = await self._kube.replace(JOB, batch_job.restored(job, workload))
+        self._cache.observe(JOB, restored)
 
     async def _write_status(self, workload: Object) -> None:
         result = await self._kube.replace_status(WORKLOAD, workload)

@@ -166,6 +166,26 @@ def suspended(job: Mapping[str, Any]) -> JSON:
     return result
 
 
+def is_stopping(job: Mapping[str, Any]) -> bool:
+    """Suspended by ``suspended`` but its template not yet ``restored``."""
+    return STOPPING_ANNOTATION in ((job.get("metadata") or {}).get("annotations") or {})
+
+
+def template_mutable(job: Mapping[str, Any]) -> bool:
+    """Whether the API server accepts changes to the scheduling directives of the Job's pod template now.
+
+    Only a suspended Job with no active pods that never started, or that the Job controller has marked
+    ``Suspended=True`` (Kubernetes 1.36 validation), may change them; before that a restore is refused as
+    "field is immutable".
+    """
+    status = job.get("status") or {}
+    if not is_suspended(job) or status.get("active"):
+        return False
+    if not status.get("startTime"):
+        return True
+    return any(c.get("type") == "Suspended" and c.get("status") == "True" for c in status.get("conditions") or [])
+
+
 def restored(job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
     """Step 2 of stopping (after ``status.startTime`` is cleared): the template and parallelism as recorded."""
     result = copy.deepcopy(dict(job))

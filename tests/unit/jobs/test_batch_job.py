@@ -110,3 +110,29 @@ def test_finished(conditions: list[dict[str, str]], expected: tuple[bool, bool, 
     job = make_job()
     job["status"] = {"conditions": conditions}
     assert batch_job.finished(job) == expected
+
+
+@pytest.mark.parametrize(
+    ("suspend", "status", "mutable"),
+    [
+        pytest.param(True, {}, True, id="never-started"),
+        pytest.param(False, {}, False, id="running"),
+        pytest.param(True, {"active": 2}, False, id="pods-still-active"),
+        pytest.param(True, {"startTime": "2025-01-01T00:00:00Z"}, False, id="started-not-yet-marked-suspended"),
+        pytest.param(
+            True,
+            {"startTime": "2025-01-01T00:00:00Z", "conditions": [{"type": "Suspended", "status": "True"}]},
+            True,
+            id="marked-suspended-by-the-job-controller",
+        ),
+    ],
+)
+def test_template_mutable(suspend: bool, status: dict[str, object], mutable: bool) -> None:
+    assert batch_job.template_mutable(make_job(suspend=suspend) | {"status": status}) is mutable
+
+
+def test_stopping_lasts_from_suspend_to_restore() -> None:
+    job = make_job(suspend=False)
+    stopping = batch_job.suspended(job)
+    assert batch_job.is_stopping(stopping)
+    assert not batch_job.is_stopping(batch_job.restored(stopping, {"spec": {"podSets": batch_job.podsets(job)}}))
