@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from webhook.jobs.naming import job_workload_name
 from webhook.localcluster import LocalCluster
 
 JSON = dict[str, Any]
@@ -29,6 +30,7 @@ def cluster_queue(
     strategy: str = "BestEffortFIFO",
     preemption: JSON | None = None,
     borrowing_limit: dict[str, str] | None = None,
+    stop_policy: str | None = None,
 ) -> JSON:
     """``flavors``: flavor name -> {resource: nominal quota}, in order (one resource group)."""
     resources = sorted({r for quotas in flavors.values() for r in quotas})
@@ -51,7 +53,19 @@ def cluster_queue(
         spec["cohort"] = cohort
     if preemption:
         spec["preemption"] = preemption
+    if stop_policy:
+        spec["stopPolicy"] = stop_policy
     return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def priority_class(name: str, value: int) -> JSON:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "description": f"priority {value}",
+    }
 
 
 def local_queue(namespace: str, name: str, cq: str) -> JSON:
@@ -72,10 +86,17 @@ def job(
     requests: dict[str, str] | None = None,
     priority_class: str | None = None,
     labels: dict[str, str] | None = None,
+    node_selector: dict[str, str] | None = None,
 ) -> JSON:
+    """Extended resources (a ``/`` in the name, e.g. ``nvidia.com/gpu``) get limits equal to their requests, as
+    the API server requires for resources that cannot be overcommitted."""
     all_labels = {"kueue.x-k8s.io/queue-name": queue} | (labels or {})
     if priority_class:
         all_labels["kueue.x-k8s.io/priority-class"] = priority_class
+    requests = requests or {"cpu": "1"}
+    resources: JSON = {"requests": requests}
+    if extended := {r: q for r, q in requests.items() if "/" in r}:
+        resources["limits"] = extended
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -86,10 +107,9 @@ def job(
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "main", "image": "busybox", "resources": {"requests": requests or {"cpu": "1"}}}
-                    ],
+                    "containers": [{"name": "main", "image": "busybox", "resources": resources}],
                 }
+                | ({"nodeSelector": node_selector} if node_selector else {})
             },
         },
     }
@@ -158,3 +178,78 @@ def finish_job_pods(cluster: LocalCluster, namespace: str, job_name: str) -> int
             json.dumps(patch),
         )
     return len(pods)
+
+
+def patch(cluster: LocalCluster, kind: str, name: str, change: JSON, namespace: str | None = None) -> None:
+    """A merge patch, as ``kubectl patch --type=merge`` sends it."""
+    args = ["patch", kind, name, "--type=merge", "-p", json.dumps(change)] + (["-n", namespace] if namespace else [])
+    cluster.kubectl(*args)
+
+
+def maybe_get(cluster: LocalCluster, kind: str, name: str, namespace: str | None = None) -> JSON | None:
+    args = ["get", kind, name, "-o", "json"] + (["-n", namespace] if namespace else [])
+    done = cluster.kubectl(*args, check=False)
+    return dict(json.loads(done.stdout)) if done.returncode == 0 else None
+
+
+def events_about(cluster: LocalCluster, namespace: str, name: str) -> list[JSON]:
+    found = json.loads(cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+    return [e for e in found if e["involvedObject"].get("name") == name]
+
+
+WORKLOAD = "workloads.kueue.x-k8s.io"
+
+
+def workload_of(cluster: LocalCluster, namespace: str, job_name: str) -> JSON | None:
+    """The Workload that represents the Job ``job_name`` (None while it does not exist)."""
+    return maybe_get(cluster, WORKLOAD, job_workload_name(namespace, job_name), namespace)
+
+
+def started(cluster: LocalCluster, namespace: str, name: str, *, timeout: float = 30.0) -> JSON:
+    """Waits until the Job is unsuspended and returns it."""
+    return dict(
+        eventually(
+            lambda: (j := get(cluster, "job", name, namespace))["spec"].get("suspend") is False and j,
+            timeout=timeout,
+            what=f"job {name} to start",
+        )
+    )
+
+
+def stopped(cluster: LocalCluster, namespace: str, name: str, *, timeout: float = 30.0) -> JSON:
+    """Waits until the Job is suspended and its template no longer carries an admission, and returns it."""
+    return dict(
+        eventually(
+            lambda: (
+                (j := get(cluster, "job", name, namespace))["spec"].get("suspend") is True
+                and "kueue.x-k8s.io/podset" not in ((j["spec"]["template"].get("metadata") or {}).get("labels") or {})
+                and j
+            ),
+            timeout=timeout,
+            what=f"job {name} to be stopped and restored",
+        )
+    )
+
+
+def waiting(cluster: LocalCluster, namespace: str, job_name: str, *, text: str = "", timeout: float = 30.0) -> JSON:
+    """Waits until the Job's Workload is pending (QuotaReserved=False) with ``text`` in its message."""
+
+    def check() -> JSON | None:
+        wl = workload_of(cluster, namespace, job_name)
+        c = condition(wl, "QuotaReserved") if wl else None
+        if (
+            wl
+            and c
+            and c.get("status") == "False"
+            and text in str(c.get("message"))
+            and not (wl.get("status") or {}).get("admission")
+        ):
+            return wl
+        return None
+
+    return dict(eventually(check, timeout=timeout, what=f"the Workload of {job_name} to wait ({text!r})"))
+
+
+def admission_flavors(workload: JSON) -> dict[str, str]:
+    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    return dict(assignments[0]["flavors"]) if assignments else {}
