@@ -1,4 +1,4 @@
-"""The real control plane that every integration and end-to-end test shares: etcd + kube-apiserver built from Go modules.
+"""The real control plane every integration and end-to-end test shares: etcd + kube-apiserver from Go modules.
 
 The session fixture starts it once (CRDs installed) and stops it at the end. It never skips: when the binaries
 are missing it builds them, and when that fails the tests fail with the reason.
