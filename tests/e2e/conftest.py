@@ -17,7 +17,12 @@ from webhook.localturnstile import LocalTurnstile
 
 @pytest.fixture(scope="package")
 def turnstile(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalTurnstile]:
-    local = LocalTurnstile(cluster, Path(tmp_path_factory.mktemp("turnstile")))
+    # The pod integration is on so the pod webhooks can be shown; Job pods are left alone (their owner is managed).
+    local = LocalTurnstile(
+        cluster,
+        Path(tmp_path_factory.mktemp("turnstile")),
+        config={"integrations": {"frameworks": ["batch/job", "pod"]}},
+    )
     local.start()
     try:
         yield local

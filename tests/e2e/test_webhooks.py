@@ -1,0 +1,149 @@
+"""The admission webhooks as the API server calls them: what users and GitOps tools see through kubectl."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.e2e.kube import cluster_queue, create, get, job
+from webhook.localcluster import LocalCluster
+from webhook.localturnstile import LocalTurnstile
+
+pytestmark = pytest.mark.integration
+
+
+def test_apply_twice_changes_nothing_the_second_time(
+    cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
+) -> None:
+    manifest = json.dumps(job(namespace, "gitops", queue="user-queue"))
+    cluster.kubectl("apply", "-f", "-", input=manifest)
+    first = get(cluster, "job", "gitops", namespace)
+    assert first["spec"]["suspend"] is True
+    again = cluster.kubectl("apply", "-f", "-", input=manifest)
+    assert "unchanged" in again.stdout
+    assert (
+        get(cluster, "job", "gitops", namespace)["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    )
+
+
+def test_unmanaged_namespaces_pass_untouched(cluster: LocalCluster, turnstile: LocalTurnstile) -> None:
+    for ns in ("kube-system", "turnstile-system"):
+        answer = create(cluster, job(ns, "untouched", queue="user-queue"), "--dry-run=server")
+        assert answer["spec"].get("suspend") is False, ns
+        assert "turnstile.x-k8s.io/workload-name" not in (answer["metadata"].get("annotations") or {})
+
+
+def test_kube_system_works_while_turnstile_is_stopped(
+    cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
+) -> None:
+    turnstile.stop()
+    try:
+        answer = create(cluster, job("kube-system", "while-down", queue="user-queue"), "--dry-run=server")
+        assert answer["spec"].get("suspend") is False
+        # A job without a queue label is not failed closed either (only defaulting is lost).
+        unlabelled = job(namespace, "plain", queue="x")
+        del unlabelled["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+        assert create(cluster, unlabelled, "--dry-run=server")["metadata"]["name"] == "plain"
+        # A job that names a queue is refused rather than let through unsuspended.
+        refused = cluster.kubectl(
+            "create",
+            "--dry-run=server",
+            "-f",
+            "-",
+            input=json.dumps(job(namespace, "q", queue="user-queue")),
+            check=False,
+        )
+        assert refused.returncode != 0
+        assert "turnstile" in refused.stderr
+    finally:
+        turnstile.start()
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        pytest.param(
+            lambda cq: cq["spec"]["resourceGroups"].append(
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "other", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                }
+            ),
+            "spec.resourceGroups[1].coveredResources[0]",
+            id="resource-in-two-groups",
+        ),
+        pytest.param(
+            lambda cq: cq["spec"]["resourceGroups"].append(
+                {
+                    "coveredResources": ["memory"],
+                    "flavors": [{"name": "f-bad", "resources": [{"name": "memory", "nominalQuota": "1"}]}],
+                }
+            ),
+            "spec.resourceGroups[1].flavors[0].name",
+            id="flavor-in-two-groups",
+        ),
+    ],
+)
+def test_bad_cluster_queues_are_refused_naming_the_field(
+    cluster: LocalCluster, turnstile: LocalTurnstile, change: Any, field: str
+) -> None:
+    cq = cluster_queue("cq-refused", flavors={"f-bad": {"cpu": "1"}})
+    change(cq)
+    refused = cluster.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(cq), check=False)
+    assert refused.returncode != 0
+    assert field in refused.stderr
+
+
+def test_invalid_queue_names_are_refused(cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str) -> None:
+    bad = job(namespace, "badq", queue="Not_A_Valid_Name")
+    refused = cluster.kubectl("create", "-f", "-", input=json.dumps(bad), check=False)
+    assert refused.returncode != 0
+    assert "kueue.x-k8s.io/queue-name" in refused.stderr
+
+
+def _pod(namespace: str, name: str, *, group: str, total: str | None) -> dict[str, Any]:
+    annotations = {"kueue.x-k8s.io/pod-group-total-count": total} if total is not None else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue", "kueue.x-k8s.io/pod-group-name": group},
+            "annotations": annotations,
+        },
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+def test_a_pod_group_is_gated_and_the_gate_cannot_be_removed(
+    cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
+) -> None:
+    for i in range(3):
+        pod = create(cluster, _pod(namespace, f"worker-{i}", group="trio", total="3"))
+        assert {"name": "kueue.x-k8s.io/admission"} in pod["spec"]["schedulingGates"]
+        assert pod["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
+    ungate = cluster.kubectl(
+        "patch",
+        "pod",
+        "worker-0",
+        "-n",
+        namespace,
+        "--type=json",
+        "-p",
+        '[{"op": "remove", "path": "/spec/schedulingGates"}]',
+        check=False,
+    )
+    assert ungate.returncode != 0
+    assert "kueue.x-k8s.io/admission" in ungate.stderr
+    assert get(cluster, "pod", "worker-0", namespace)["spec"]["schedulingGates"]
+
+
+def test_an_incomplete_pod_group_is_refused(cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str) -> None:
+    refused = cluster.kubectl(
+        "create", "-f", "-", input=json.dumps(_pod(namespace, "lonely", group="g", total=None)), check=False
+    )
+    assert refused.returncode != 0
+    assert "pod-group-total-count" in refused.stderr
