@@ -43,6 +43,7 @@ class LocalTurnstile:
             "leaderElection": {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"},
         } | (config or {})
         self.process: subprocess.Popen[bytes] | None = None
+        self.ca_pem = b""  # the CA of the serving certificate of the last start
         self.restarts = 0
 
     @property
@@ -53,7 +54,9 @@ class LocalTurnstile:
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
-    def start(self, *, timeout: float = 60.0) -> None:
+    def start(self, *, timeout: float = 60.0, register: bool = True) -> None:
+        """Starts the process and waits until it is ready; ``register=False`` for a replica that serves and elects
+        but is not the one the webhook configurations point at (only one URL can be registered)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         certs = issue_webhook_certificates(self.workdir / "certs", ["127.0.0.1", "localhost"])
         kubeconfig = self.cluster.client_kubeconfig(IDENTITY, ("system:masters",))
@@ -82,11 +85,15 @@ class LocalTurnstile:
             env=os.environ | {"PYTHONUNBUFFERED": "1"},
         )
         log.close()
+        self.ca_pem = certs.ca_pem
         self._wait_ready(certs.ca_pem, timeout)
-        self.register(certs.ca_pem)
-        self._wait_effective(timeout)
+        if register:
+            self.register(certs.ca_pem)
+            self._wait_effective(timeout)
 
-    def register(self, ca_pem: bytes) -> None:
+    def register(self, ca_pem: bytes | None = None, *, timeout: float | None = None) -> None:
+        """Points the webhook configurations at this process (with ``timeout``: and waits until they take effect)."""
+        ca_pem = ca_pem if ca_pem is not None else self.ca_pem
         own = str(self._config["namespace"])
         mutating, validating = render_webhook_configurations(
             ca_bundle=ca_pem,
@@ -95,6 +102,8 @@ class LocalTurnstile:
         )
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(mutating))
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(validating))
+        if timeout is not None:
+            self._wait_effective(timeout)
 
     def unregister(self) -> None:
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
