@@ -4,7 +4,9 @@ Scenarios:
 1. large scale: 1,000 ClusterQueues in 10 cohorts, 50,000 pending workloads with Kueue's large-scale mix
    (small 1 CPU prio 50, medium 5 CPU prio 100, large 20 CPU prio 200; 35/10/5 per queue), nominal 20 CPU,
    borrowingLimit 100, reclaimWithinCohort Any, withinClusterQueue LowerPriority, as Kueue's generator sets up;
-2. deep queue: one ClusterQueue with 10,000 pending workloads of the same mix and room for most of them.
+2. the same with 150 CPU per queue, so most workloads fit (many by borrowing);
+3. the same with every queue already full of low-priority admitted work, so large workloads preempt;
+4. deep queue: one ClusterQueue with 10,000 pending workloads of the same mix and room for most of them.
 
 Run: ``.venv/bin/python -m bench.scheduling [--runs N] [--profile]``. Prints the machine, the median pass
 time over N runs, decisions and admissions per second, peak RSS, and a cProfile summary when a pass takes
@@ -35,11 +37,12 @@ from webhook.api.clusterqueue import (
     ResourceGroup,
     ResourceQuota,
 )
+from webhook.api.constants import COND_QUOTA_RESERVED
 from webhook.api.flavor import ResourceFlavor
 from webhook.api.localqueue import LocalQueue
 from webhook.api.quantity import Quantity
 from webhook.api.selector import EVERYTHING
-from webhook.api.workload import PodSet, Workload
+from webhook.api.workload import Admission, Condition, PodSet, PodSetAssignment, Workload
 from webhook.core.decisions import SchedulingResult
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
@@ -98,6 +101,37 @@ def large_scale() -> Snapshot:
     return Snapshot(cqs, [ResourceFlavor("default")], lqs, wls)
 
 
+def roomy() -> Snapshot:
+    """As ``large_scale`` but with 150 CPU per queue: most workloads fit, many by borrowing."""
+    snap = large_scale()
+    cqs = [_queue(cq.name, cq.cohort, 150, 100) for cq in snap.cluster_queues]
+    return Snapshot(cqs, snap.flavors, snap.local_queues, snap.workloads)
+
+
+def preempting() -> Snapshot:
+    """As ``large_scale`` but every queue is already full of 20 small admitted workloads (priority 0)."""
+    snap = large_scale()
+    holders = []
+    for lq in snap.local_queues:
+        for i in range(20):
+            usage = {"cpu": Quantity.from_units(1)}
+            holders.append(
+                Workload(
+                    namespace=lq.namespace,
+                    name=f"{lq.name}-running-{i}",
+                    uid=f"{lq.name}-running-{i}",
+                    pod_sets=(PodSet("main", 1, usage),),
+                    queue_name=lq.name,
+                    created=T0 - timedelta(hours=1),
+                    admission=Admission(lq.cluster_queue, (PodSetAssignment("main", {"cpu": "default"}, usage, 1),)),
+                    conditions=(
+                        Condition(COND_QUOTA_RESERVED, "True", "QuotaReserved", "", T0 - timedelta(minutes=i)),
+                    ),
+                )
+            )
+    return Snapshot(snap.cluster_queues, snap.flavors, snap.local_queues, [*holders, *snap.workloads])
+
+
 def deep_queue() -> Snapshot:
     cq = _queue("deep", None, 30_000, None)
     wls = _workloads("deep", "ns-deep", 10_000, start=0)
@@ -138,7 +172,8 @@ def run(name: str, build: Callable[[], Snapshot], runs: int, profile: bool, *, f
     assert result is not None
     median = statistics.median(timings)
     decided = len(result.admitted) + len(result.pending) + len(result.preemptions)
-    print(f"\n== {name}: {len(snap.cluster_queues)} ClusterQueues, {len(snap.workloads)} pending workloads")
+    waiting = sum(1 for w in snap.workloads if w.admission is None)
+    print(f"\n== {name}: {len(snap.cluster_queues)} ClusterQueues, {waiting} pending workloads")
     spread = f"min {min(timings) * 1000:.0f}, max {max(timings) * 1000:.0f}"
     print(f"   pass time: median {median * 1000:.0f} ms over {runs} runs ({spread}){label}")
     print(f"   admitted {len(result.admitted)}, preemptions {len(result.preemptions)}, pending {len(result.pending)}")
@@ -162,6 +197,8 @@ def main() -> None:
     print(f"machine: {machine()}")
     for frozen in (False, True):
         run("large scale", large_scale, args.runs, args.profile, frozen=frozen)
+        run("large scale, 150 CPU per queue", roomy, args.runs, args.profile, frozen=frozen)
+        run("large scale, queues full of low-priority work", preempting, args.runs, args.profile, frozen=frozen)
         run("deep queue", deep_queue, args.runs, args.profile, frozen=frozen)
         gc.unfreeze()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

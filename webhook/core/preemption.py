@@ -20,7 +20,7 @@ reclaims quota the preemptor's queue owns, which the victim's queue cannot recla
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -78,55 +78,48 @@ def fits(quota: QueueQuota, usage: Mapping[FlavorResource, int], *, borrow: bool
     return True
 
 
-def _order(h: Holder) -> tuple[int, float, str, tuple[str, str]]:
+def candidate_order(h: Holder) -> tuple[int, float, str, tuple[str, str]]:
+    """Lowest priority first, then most recently admitted, then a stable tie-break."""
     return (h.priority, -h.reserved_at.timestamp(), h.uid, h.key)
 
 
 def find_victims(
     book: QuotaBook,
     preemptor: Preemptor,
-    holders: Iterable[Holder],
-    taken: Mapping[tuple[str, str], Holder],
+    holders_by_queue: Mapping[str, Sequence[Holder]],
+    pool_queues: Sequence[str],
+    taken: Container[tuple[str, str]],
 ) -> list[tuple[Holder, str]] | None:
     """A minimal list of (victim, Kueue reason), or None when preemption cannot make the preemptor fit.
 
-    ``taken`` are victims already chosen in this pass: their quota is promised to their own preemptors
-    (whose usage the book already holds), so the simulation treats them as gone and never picks them again.
+    ``book`` must be the pass's *future* book: usage once every victim chosen so far is gone and its
+    preemptor is in. ``holders_by_queue`` lists each queue's holders in candidate order (see ``candidate_order``);
+    ``pool_queues`` are the queues whose holders may be reclaimed (the cohort); ``taken`` are victims already
+    chosen in this pass, never chosen twice.
     """
-    for h in taken.values():
-        book.queues[h.cluster_queue].add(h.usage, -1)
-    try:
-        return _search(book, preemptor, holders, taken)
-    finally:
-        for h in taken.values():
-            book.queues[h.cluster_queue].add(h.usage, 1)
-
-
-def _search(
-    book: QuotaBook,
-    preemptor: Preemptor,
-    holders: Iterable[Holder],
-    taken: Mapping[tuple[str, str], Holder],
-) -> list[tuple[Holder, str]] | None:
     cq = preemptor.cluster_queue
     quota = book.queues[cq.name]
-    useful = [h for h in holders if h.key not in taken and any(fr in preemptor.short for fr in h.usage)]
-    own = sorted(
-        (
-            h
-            for h in useful
-            if h.cluster_queue == cq.name and within_queue_allows(cq.preemption.within_cluster_queue, preemptor, h)
-        ),
-        key=_order,
-    )
-    others = [h for h in useful if h.cluster_queue != cq.name]
+    short = preemptor.short
+
+    def useful(h: Holder) -> bool:
+        return h.key not in taken and any(fr in short for fr in h.usage)
+
+    policy = cq.preemption.within_cluster_queue
+    own = [h for h in holders_by_queue.get(cq.name, ()) if useful(h) and within_queue_allows(policy, preemptor, h)]
+    others: list[Holder] = []
+    for name in pool_queues:
+        q = book.queues[name]
+        # Only a queue that borrows in what we are short of can be reclaimed from.
+        if name != cq.name and any(q.usage.get(fr, 0) > q.nominal.get(fr, 0) for fr in short):
+            others.extend(h for h in holders_by_queue.get(name, ()) if useful(h))
+    others.sort(key=candidate_order)
     reclaim = cq.preemption.reclaim_within_cohort
     plans: list[tuple[list[Holder], bool, str]] = []
     if own or reclaim != NEVER:
-        cands = sorted((h for h in others if reclaim_allows(reclaim, preemptor, h)), key=_order)
+        cands = [h for h in others if reclaim_allows(reclaim, preemptor, h)]
         plans.append((cands + own, False, constants.PREEMPTED_IN_COHORT_RECLAMATION))
     if own or cq.preemption.borrow_within_cohort != NEVER:
-        cands = sorted((h for h in others if borrow_allows(cq, preemptor, h)), key=_order)
+        cands = [h for h in others if borrow_allows(cq, preemptor, h)]
         plans.append((cands + own, True, constants.PREEMPTED_IN_COHORT_RECLAIM_WHILE_BORROWING))
     for candidates, borrow, cohort_reason in plans:
         chosen = _greedy(book, quota, preemptor, candidates, borrow=borrow)

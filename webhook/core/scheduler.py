@@ -49,7 +49,7 @@ from webhook.core.decisions import (
     victim_message,
 )
 from webhook.core.demand import Demand, DemandCache
-from webhook.core.preemption import Holder, Preemptor, find_victims
+from webhook.core.preemption import Holder, Preemptor, candidate_order, find_victims
 from webhook.core.quota import QueueQuota, QuotaBook
 from webhook.core.reasons import explain_shortage
 from webhook.core.snapshot import Snapshot
@@ -103,6 +103,9 @@ class _Pass:
         cqs = sorted(snapshot.cluster_queues, key=lambda c: c.name)
         self.cqs = {c.name: c for c in cqs}
         self.book = QuotaBook(cqs)
+        # The book once every victim chosen in this pass is gone and its preemptor admitted: preemption is
+        # simulated here, admission is checked against ``book`` (where victims still run).
+        self.future = QuotaBook(cqs)
         self.local_queues = {(lq.namespace, lq.name): lq for lq in snapshot.local_queues}
         self.namespaces = snapshot.namespaces
         self.admitted: list[AdmissionDecision] = []
@@ -113,17 +116,21 @@ class _Pass:
 
         # 1. Usage of workloads that already hold quota; they are the only possible victims.
         workloads = sorted(snapshot.workloads, key=lambda w: (w.namespace, w.name))
-        self.holders: dict[tuple[str, str], list[Holder]] = {}  # by cohort, or by queue without a cohort
-        holders_in_queue: dict[str, int] = {}
+        self.holders: dict[str, list[Holder]] = {}  # by queue, in candidate order
+        self.pools: dict[tuple[str, str], list[str]] = {}  # queues by cohort (or a queue alone)
+        for cq in cqs:
+            self.pools.setdefault(_pool(cq), []).append(cq.name)
         for wl in workloads:
             if not wl.holds_quota or wl.admission is None or wl.admission.cluster_queue not in self.cqs:
                 continue
             cq = self.cqs[wl.admission.cluster_queue]
             usage = usage_nano(wl)
             self.book.queues[cq.name].add(usage)
+            self.future.queues[cq.name].add(usage)
             holder = Holder(wl.key, wl.uid, cq.name, wl.priority, wl.created, wl.quota_reserved_at, usage)
-            self.holders.setdefault(_pool(cq), []).append(holder)
-            holders_in_queue[cq.name] = holders_in_queue.get(cq.name, 0) + 1
+            self.holders.setdefault(cq.name, []).append(holder)
+        for listed in self.holders.values():
+            listed.sort(key=candidate_order)
 
         # 2. One queue per active ClusterQueue, with its assigner.
         self.queues: dict[str, _Queue] = {}
@@ -132,10 +139,10 @@ class _Pass:
                 continue
             quota = self.book.queues[cq.name]
             assigner = FlavorAssigner(cq, quota, self.flavors)
-            pool = self.holders.get(_pool(cq), [])
-            own = holders_in_queue.get(cq.name, 0)
+            own = len(self.holders.get(cq.name, ()))
+            in_pool = sum(len(self.holders.get(name, ())) for name in self.pools[_pool(cq)])
             assigner.preemption_possible = (cq.preemption.within_cluster_queue != NEVER and own > 0) or (
-                cq.cohort is not None and cq.preemption.reclaim_within_cohort != NEVER and len(pool) > own
+                cq.cohort is not None and cq.preemption.reclaim_within_cohort != NEVER and in_pool > own
             )
             self.queues[cq.name] = _Queue(cq, quota, assigner)
 
@@ -298,6 +305,7 @@ class _Pass:
 
     def _admit(self, q: _Queue, e: _Entry, a: Assignment) -> None:
         q.quota.add(a.usage)
+        self.future.queues[q.cq.name].add(a.usage)
         e.outcome = _ADMITTED
         wl = e.workload
         pod_sets = []
@@ -312,11 +320,15 @@ class _Pass:
     def _preempt(self, q: _Queue, e: _Entry, a: Assignment) -> bool:
         wl = e.workload
         preemptor = Preemptor(q.cq, wl.priority, wl.created, a.usage, a.short)
-        victims = find_victims(self.book, preemptor, self.holders.get(_pool(q.cq), []), self.taken)
+        victims = find_victims(self.future, preemptor, self.holders, self.pools[_pool(q.cq)], self.taken)
         if not victims:
             return False
         # Hold the preemptor's quota while its victims still run, so nothing else takes what they free.
         q.quota.add(a.usage)
+        future = self.future.queues
+        future[q.cq.name].add(a.usage)
+        for h, _ in victims:
+            future[h.cluster_queue].add(h.usage, -1)
         e.outcome = _PREEMPTING
         self.taken.update((h.key, h) for h, _ in victims)
         self.preemptions.append(
