@@ -32,8 +32,17 @@ PROBE_NAMESPACE = "turnstile-probe"
 
 
 class LocalTurnstile:
-    def __init__(self, cluster: LocalCluster, workdir: Path, *, config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        workdir: Path,
+        *,
+        config: dict[str, Any] | None = None,
+        python_args: tuple[str, ...] = (),
+    ) -> None:
+        """``python_args`` go between the interpreter and ``-m webhook``, e.g. ``("-m", "cProfile", "-o", f)``."""
         self.cluster = cluster
+        self._python_args = python_args
         self.workdir = workdir.resolve()
         self.port = free_port()
         self.metrics_port = free_port()
@@ -67,6 +76,7 @@ class LocalTurnstile:
         self.process = subprocess.Popen(
             [
                 sys.executable,
+                *self._python_args,
                 "-m",
                 "webhook",
                 "run",
