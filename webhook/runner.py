@@ -91,6 +91,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
                 namespaces=config.namespace_policy(),
                 metrics=metrics,
                 events=EventRecorder(kube, host=identity),
+                wait_for_pods_ready=config.wait_for_pods_ready,
             )
             if lease.leader_elect:
                 elector = LeaderElector(

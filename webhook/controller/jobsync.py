@@ -37,10 +37,13 @@ log = logging.getLogger(__name__)
 
 
 class JobSync:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, events: EventRecorder) -> None:
+    def __init__(
+        self, kube: Kube, cache: ClusterCache, *, events: EventRecorder, track_pods_ready: bool = False
+    ) -> None:
         self._kube = kube
         self._cache = cache
         self._events = events
+        self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
 
     async def sync(self, job: Object, now: datetime.datetime) -> None:
         meta = job.get("metadata") or {}
@@ -84,6 +87,10 @@ class JobSync:
         if wl_life.is_admitted(workload) and not evicted:
             if batch_job.is_suspended(job):
                 await self._start(job, workload, now)
+            elif self._track_pods_ready:
+                body = wl_life.pods_ready(workload, ready=batch_job.pods_ready(job), now=now)
+                if body is not None:
+                    await self._write_status(body)
             return
 
         # 6. Not admitted (or evicted) but running: stop.

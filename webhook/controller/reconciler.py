@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from webhook.admission.namespace_policy import NamespacePolicy
+from webhook.config import WaitForPodsReady
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -51,6 +52,7 @@ class Reconciler:
         clock: Clock = _utcnow,
         resync_seconds: float = 5.0,
         concurrency: int = 32,
+        wait_for_pods_ready: WaitForPodsReady | None = None,
     ) -> None:
         self._cache = cache
         self._namespaces = namespaces or NamespacePolicy.default()
@@ -58,8 +60,9 @@ class Reconciler:
         self._resync = resync_seconds
         self._gate = asyncio.Semaphore(concurrency)
         recorder = events or EventRecorder(kube)
-        self.jobs = JobSync(kube, cache, events=recorder)
-        self.workloads = WorkloadSync(kube, cache, events=recorder)
+        tracking = wait_for_pods_ready is not None and wait_for_pods_ready.enable
+        self.jobs = JobSync(kube, cache, events=recorder, track_pods_ready=tracking)
+        self.workloads = WorkloadSync(kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready)
         self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)
         self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
         self.passes = 0

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import conditions
-from webhook.api.constants import COND_REQUEUED
+from webhook.api.constants import COND_PODS_READY, COND_REQUEUED
+from webhook.config import WaitForPodsReady
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.jobs import workload as wl_life
@@ -41,10 +42,18 @@ def _job_owner(workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 class WorkloadSync:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, events: EventRecorder) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        events: EventRecorder,
+        wait_for_pods_ready: WaitForPodsReady | None = None,
+    ) -> None:
         self._kube = kube
         self._cache = cache
         self._events = events
+        self._pods_ready = wait_for_pods_ready if wait_for_pods_ready and wait_for_pods_ready.enable else None
 
     async def sync(self, workload: Object, now: datetime.datetime) -> datetime.datetime | None:
         meta = workload.get("metadata") or {}
@@ -76,7 +85,12 @@ class WorkloadSync:
             if drain is not None:
                 await self._evict(workload, drain[0], drain[1], now)
                 return None
-            return deadline
+            ready_by = self._ready_deadline(workload)
+            if ready_by is not None and ready_by <= now:
+                await self._pods_ready_timeout(workload, now)
+                return None
+            due = [d for d in (deadline, ready_by) if d is not None]
+            return min(due) if due else None
 
         # 3. A bare Workload has no job to stop: release its quota now.
         if owner is None and wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
@@ -103,6 +117,27 @@ class WorkloadSync:
         return None
 
     # -- helpers --------------------------------------------------------------------------------------------
+
+    def _ready_deadline(self, workload: Mapping[str, Any]) -> datetime.datetime | None:
+        """When an admitted Workload's pods must be ready by (waitForPodsReady), or None."""
+        if self._pods_ready is None or conditions.is_true(workload, COND_PODS_READY):
+            return None
+        since = wl_life.admitted_since(workload)
+        return None if since is None else since + datetime.timedelta(seconds=self._pods_ready.timeout_seconds)
+
+    async def _pods_ready_timeout(self, workload: Object, now: datetime.datetime) -> None:
+        assert self._pods_ready is not None
+        strategy = self._pods_ready.requeuing
+        count = wl_life.requeue_count(workload)
+        if strategy.backoff_limit_count is not None and count + 1 > strategy.backoff_limit_count:
+            workload = await self._deactivate(workload)
+            await self._evict(workload, "DeactivatedDueToRequeuingLimitExceeded", "Requeuing limit exceeded", now)
+            return
+        wait = wl_life.backoff_seconds(count, base=strategy.backoff_base_seconds, cap=strategy.backoff_max_seconds)
+        message = f"Pods not ready within {self._pods_ready.timeout_seconds:g}s; requeued in {wait:g}s"
+        body = wl_life.timed_out(workload, message=message, requeue_at=now + datetime.timedelta(seconds=wait), now=now)
+        await self._write_status(body)
+        await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
 
     async def _owner_gone(self, namespace: str, owner: Mapping[str, Any]) -> bool:
         try:

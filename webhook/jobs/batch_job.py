@@ -52,6 +52,12 @@ def finished(job: Mapping[str, Any]) -> tuple[bool, bool, str]:
     return False, False, ""
 
 
+def pods_ready(job: Mapping[str, Any]) -> bool:
+    """All the pods it runs at once are ready or already succeeded (Kueue's PodsReady for a batch Job)."""
+    status = job.get("status") or {}
+    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= pod_count(job)
+
+
 def pod_count(job: Mapping[str, Any]) -> int:
     """Pods that run at once: parallelism, capped by completions when set (Kueue's PodSet count)."""
     spec = job.get("spec") or {}

@@ -17,6 +17,7 @@ from webhook.api.constants import (
     COND_ADMITTED,
     COND_EVICTED,
     COND_FINISHED,
+    COND_PODS_READY,
     COND_PREEMPTED,
     COND_QUOTA_RESERVED,
     COND_REQUEUED,
@@ -76,7 +77,13 @@ def admitted(workload: Mapping[str, Any], admission: Mapping[str, Any], *, now: 
         conds = _set(conds, now, COND_PREEMPTED, False, REASON_QUOTA_RESERVED, "Quota reserved again")
     status["admission"] = copy.deepcopy(dict(admission))
     status["conditions"] = conds
-    status.pop("requeueState", None)
+    # The requeue count survives readmission (the backoff keeps growing); the time to wait for is spent.
+    requeue = dict(status.get("requeueState") or {})
+    requeue.pop("requeueAt", None)
+    if requeue:
+        status["requeueState"] = requeue
+    else:
+        status.pop("requeueState", None)
     return _with_status(workload, status)
 
 
@@ -118,10 +125,47 @@ def released(workload: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
     active = (workload.get("spec") or {}).get("active", True)
     if active and reason in REQUEUE_AT_ONCE:
         conds = _set(conds, now, COND_REQUEUED, True, reason, "Requeued after eviction")
+    elif active and reason == "PodsReadyTimeout":
+        at = ((workload.get("status") or {}).get("requeueState") or {}).get("requeueAt", "")
+        conds = _set(conds, now, COND_REQUEUED, False, reason, f"Requeued with backoff: waits until {at}")
     else:
         conds = _set(conds, now, COND_REQUEUED, False, reason, "Not requeued: " + reason)
     status["conditions"] = conds
     return _with_status(workload, status)
+
+
+def pods_ready(workload: Mapping[str, Any], *, ready: bool, now: datetime.datetime) -> JSON | None:
+    """PodsReady as observed on the job; None when the Workload already says so."""
+    reason, message = (
+        ("Started", "All pods are ready or succeeded") if ready else ("WaitForStart", "Not all pods are ready")
+    )
+    conds = _conds(workload)
+    if conditions.same(conds, kind=COND_PODS_READY, status=ready, reason=reason, message=message):
+        return None
+    status = copy.deepcopy(dict(workload.get("status") or {}))
+    status["conditions"] = _set(conds, now, COND_PODS_READY, ready, reason, message)
+    return _with_status(workload, status)
+
+
+def requeue_count(workload: Mapping[str, Any]) -> int:
+    return int(((workload.get("status") or {}).get("requeueState") or {}).get("count") or 0)
+
+
+def backoff_seconds(previous_count: int, *, base: float, cap: float) -> float:
+    """Kueue's requeue backoff: base x 2^(n-1) for the n-th requeue, capped."""
+    return float(min(cap, base * 2**previous_count))
+
+
+def timed_out(
+    workload: Mapping[str, Any], *, message: str, requeue_at: datetime.datetime, now: datetime.datetime
+) -> JSON:
+    """Evicted for PodsReadyTimeout, with the requeue count raised and the time it may queue again."""
+    result = evicted(workload, reason="PodsReadyTimeout", message=message, now=now)
+    result["status"]["requeueState"] = {
+        "count": requeue_count(workload) + 1,
+        "requeueAt": conditions.format_time(requeue_at),
+    }
+    return result
 
 
 def finished(workload: Mapping[str, Any], *, succeeded: bool, message: str, now: datetime.datetime) -> JSON:
