@@ -6,10 +6,11 @@ already says (a steady cluster writes nothing). Metrics with Kueue's names are s
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from webhook.api import conditions
@@ -59,6 +60,7 @@ class QueueStatusWriter:
         pending_by_lq: Counter[tuple[str, str]] = Counter()
         held: dict[str, list[Workload]] = {}
         held_by_lq: dict[tuple[str, str], list[Workload]] = {}
+        writes: list[Coroutine[Any, Any, None]] = []
         for wl in snapshot.workloads:
             lq_key = (wl.namespace, wl.queue_name)
             if wl.holds_quota and wl.admission is not None:
@@ -86,8 +88,10 @@ class QueueStatusWriter:
                 "flavorsUsage": _flavor_usage(cq, usage, with_borrowed=True),
             }
             reason, message = ("Ready", "Can admit new workloads") if active else _inactive(cq)
-            await self._write(
-                CLUSTER_QUEUE, cq.name, None, status, active=active, reason=reason, message=message, now=now
+            writes.append(
+                self._write(
+                    CLUSTER_QUEUE, cq.name, None, status, active=active, reason=reason, message=message, now=now
+                )
             )
             if self._metrics is not None:
                 self._metrics.set_pending(cq.name, active=pending, inadmissible=0)
@@ -146,9 +150,13 @@ class QueueStatusWriter:
                 )
             else:
                 active, reason, message = True, "Ready", "Can submit new workloads to localQueue"
-            await self._write(
-                LOCAL_QUEUE, lq.name, lq.namespace, status, active=active, reason=reason, message=message, now=now
+            writes.append(
+                self._write(
+                    LOCAL_QUEUE, lq.name, lq.namespace, status, active=active, reason=reason, message=message, now=now
+                )
             )
+        # Concurrently: one at a time, 60 queues whose usage moves every pass held each pass up by ~1 s.
+        await asyncio.gather(*writes)
 
     async def _write(
         self,
