@@ -8,7 +8,10 @@
    through the status subresource with the resourceVersion read; a refused write releases its reservation,
    an ambiguous one keeps it until the cache shows what the server has.
 5. Pending reasons: written when they change (not when only the queue position moves), heads first, a bounded
-   number per pass so a deep queue cannot stall the loop.
+   number per pass so a deep queue cannot stall the loop. When only the numbers in the message moved (free and
+   used quota change with every admission), a Workload is rewritten at most once per ``pending_refresh``: with
+   hundreds waiting, rewriting every one on every pass (a status write and two events each) made the API
+   writes for information outweigh the writes that admit.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ class Admitter:
         metrics: Metrics | None = None,
         write_concurrency: int = 32,
         pending_writes_per_pass: int = 200,
+        pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
     ) -> None:
         self._kube = kube
         self._cache = cache
@@ -65,6 +69,8 @@ class Admitter:
         self._metrics = metrics
         self._gate = asyncio.Semaphore(write_concurrency)
         self._pending_budget = pending_writes_per_pass
+        self._pending_refresh = pending_refresh
+        self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
         # Parsing is the costly part of a snapshot; objects are re-parsed only when their version changes.
         self._parsed: dict[Key, tuple[str, Workload | None]] = {}
         self._bad: set[tuple[str, str, str]] = set()
@@ -200,6 +206,8 @@ class Admitter:
 
     def _pending_writes(self, pending: tuple[PendingDecision, ...], now: datetime.datetime) -> list[Awaitable[None]]:
         writes: list[Awaitable[None]] = []
+        waiting = {p.workload for p in pending}
+        self._pending_written = {k: t for k, t in self._pending_written.items() if k in waiting}
         ordered = sorted(pending, key=lambda p: (p.position is None, p.position or 0))
         for decision in ordered:
             if len(writes) >= self._pending_budget:
@@ -207,8 +215,12 @@ class Admitter:
             obj = self._cache.workload(*decision.workload)
             if obj is None or _says(obj, decision):
                 continue
+            last = self._pending_written.get(decision.workload)
+            if last is not None and now - last < self._pending_refresh and _says_reason(obj, decision):
+                continue  # only the numbers moved, and they were written a moment ago
             body = wl_life.pending(obj, reason=decision.reason, message=decision.message, now=now)
             if body is not None:
+                self._pending_written[decision.workload] = now
                 writes.append(self._write_pending(body, decision, now))
         return writes
 
@@ -228,13 +240,17 @@ class Admitter:
 
 def _says(obj: Mapping[str, Any], decision: PendingDecision) -> bool:
     """The Workload already shows this reason and detail (a changed position alone is not worth a write)."""
-    current = conditions.find((obj.get("status") or {}).get("conditions"), COND_QUOTA_RESERVED)
-    return (
-        current is not None
-        and current.get("status") == "False"
-        and current.get("reason") == decision.reason
-        and str(current.get("message", "")).startswith(decision.detail)
-    )
+    return _says_reason(obj, decision) and str(_quota_reserved(obj).get("message", "")).startswith(decision.detail)
+
+
+def _says_reason(obj: Mapping[str, Any], decision: PendingDecision) -> bool:
+    """The Workload already shows it waits, for this reason (whatever the numbers in the message)."""
+    current = _quota_reserved(obj)
+    return current.get("status") == "False" and current.get("reason") == decision.reason
+
+
+def _quota_reserved(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return conditions.find((obj.get("status") or {}).get("conditions"), COND_QUOTA_RESERVED) or {}
 
 
 def _version(obj: Mapping[str, Any]) -> int:

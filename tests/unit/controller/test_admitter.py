@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.unit.jobs.builders import make_flavor, make_job
@@ -65,3 +65,37 @@ async def test_a_waiting_job_is_told_why_through_an_event_on_the_job() -> None:
     assert "cpu in flavor default needs 4" in on_job
     (stored,) = kube.objects(r.WORKLOAD)
     assert pending[("Workload", stored["metadata"]["name"], stored["metadata"]["uid"])] == on_job
+
+
+async def test_a_waiting_reason_whose_numbers_moved_is_rewritten_at_most_once_per_refresh() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    job = await kube.create(r.JOB, make_job("train", namespace="team-a", queue="q", parallelism=4))
+    for resource, obj in (
+        (r.RESOURCE_FLAVOR, make_flavor("default")),
+        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="2")),
+        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
+        (r.WORKLOAD, batch_job.workload_for(job, priority=0)),
+    ):
+        await kube.create(resource, obj)
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_refresh=timedelta(seconds=15))
+
+    def message() -> str:
+        (stored,) = kube.objects(r.WORKLOAD)
+        return str(next(c["message"] for c in stored["status"]["conditions"] if c["type"] == "QuotaReserved"))
+
+    async def grow_quota(cpu: str) -> None:
+        (cq,) = kube.objects(r.CLUSTER_QUEUE)
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = cpu
+        await kube.replace(r.CLUSTER_QUEUE, cq)
+        cache.replace(r.CLUSTER_QUEUE, kube.objects(r.CLUSTER_QUEUE))
+
+    await admitter.run_pass(NOW)
+    assert "more than the 2 " in message()
+    await grow_quota("3")
+    await admitter.run_pass(NOW + timedelta(seconds=1))
+    assert "more than the 2 " in message(), "same reason, new numbers, one second later: not worth a write"
+    await admitter.run_pass(NOW + timedelta(seconds=16))
+    assert "more than the 3 " in message(), "after the refresh interval the numbers are brought up to date"
