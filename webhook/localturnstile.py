@@ -39,9 +39,12 @@ class LocalTurnstile:
         *,
         config: dict[str, Any] | None = None,
         python_args: tuple[str, ...] = (),
+        kubeconfig: Path | None = None,
     ) -> None:
-        """``python_args`` go between the interpreter and ``-m webhook``, e.g. ``("-m", "cProfile", "-o", f)``."""
+        """``python_args`` go between the interpreter and ``-m webhook``, e.g. ``("-m", "cProfile", "-o", f)``;
+        ``kubeconfig`` replaces Turnstile's default identity (a client certificate in ``system:masters``)."""
         self.cluster = cluster
+        self._kubeconfig = kubeconfig
         self._python_args = python_args
         self.workdir = workdir.resolve()
         self.port = free_port()
@@ -68,7 +71,7 @@ class LocalTurnstile:
         but is not the one the webhook configurations point at (only one URL can be registered)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         certs = issue_webhook_certificates(self.workdir / "certs", ["127.0.0.1", "localhost"])
-        kubeconfig = self.cluster.client_kubeconfig(IDENTITY, ("system:masters",))
+        kubeconfig = self._kubeconfig or self.cluster.client_kubeconfig(IDENTITY, ("system:masters",))
         config_file = self.workdir / "config.yaml"
         config_file.write_text(yaml.safe_dump(self._config))
         self.cluster.kubectl("create", "namespace", str(self._config["namespace"]), check=False)

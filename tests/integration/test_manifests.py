@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e.kube import apply, cluster_queue, create, eventually, flavor, get, is_true, job, local_queue, workload_of
 from webhook.config import load_config
 from webhook.localcluster import LocalCluster, free_port
+from webhook.localturnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 
@@ -288,6 +290,33 @@ SA_CASES = [
 @pytest.mark.parametrize(("request_", "allowed"), SA_CASES)
 def test_service_account_rbac(cluster: LocalCluster, turnstile_rbac: None, request_: list[str], allowed: bool) -> None:
     assert can_i(cluster, *request_, who=[f"--as={SA_USER}"]) is allowed
+
+
+def test_turnstile_runs_with_only_its_service_account(
+    cluster: LocalCluster, sa_kubeconfig: Path, namespace: str, tmp_path: Path
+) -> None:
+    """The whole path of one job with Turnstile holding nothing but the manifests' ServiceAccount token."""
+    local = LocalTurnstile(
+        cluster, tmp_path / "turnstile", kubeconfig=sa_kubeconfig, config={"reconcilerUsers": [SA_USER]}
+    )
+    local.start()
+    try:
+        cq = f"cq-{namespace}"
+        apply(
+            cluster,
+            flavor("rbac-flavor", node_labels={"pool": "rbac"}),
+            cluster_queue(cq, flavors={"rbac-flavor": {"cpu": "2"}}),
+            local_queue(namespace, "q", cq),
+        )
+        create(cluster, job(namespace, "sa-job", queue="q"))
+        running = eventually(lambda: (j := get(cluster, "job", "sa-job", namespace))["spec"]["suspend"] is False and j)
+        assert running["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "rbac"}
+        eventually(lambda: is_true(workload_of(cluster, namespace, "sa-job") or {}, "Admitted"))
+        eventually(lambda: (get(cluster, "clusterqueue", cq).get("status") or {}).get("admittedWorkloads") == 1)
+        assert "forbidden" not in local.log_file.read_text().lower()
+    finally:
+        local.unregister()
+        local.stop()
 
 
 def test_service_account_token_for_real(cluster: LocalCluster, sa_kubeconfig: Path) -> None:
