@@ -14,13 +14,15 @@ pytestmark = pytest.mark.integration
 
 
 def _sample(text: str, name: str, **labels: str) -> float | None:
+    """The sum over every series of ``name`` with these labels (e.g. both replica_role values), None if none."""
+    values = []
     for line in text.splitlines():
         if not line.startswith(name + "{"):
             continue
         found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
         if all(found.get(k) == v for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return None
+            values.append(float(line.rsplit(" ", 1)[1]))
+    return sum(values) if values else None
 
 
 def test_metrics_match_the_api(cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str) -> None:
