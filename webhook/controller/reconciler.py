@@ -24,6 +24,7 @@ from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
+from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.workloadsync import WorkloadSync
 from webhook.kube import errors
@@ -62,6 +63,7 @@ class Reconciler:
         recorder = events or EventRecorder(kube)
         tracking = wait_for_pods_ready is not None and wait_for_pods_ready.enable
         self.jobs = JobSync(kube, cache, events=recorder, track_pods_ready=tracking)
+        self.pods = PodGroupSync(kube, cache, events=recorder)
         self.workloads = WorkloadSync(kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready)
         self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)
         self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
@@ -85,6 +87,7 @@ class Reconciler:
         now = self._clock()
         jobs = [j for j in self._cache.jobs() if self._managed(j)]
         await self._each(jobs, lambda job: self.jobs.sync(job, now))
+        await self._each(self.pods.groups(), lambda pods: self.pods.sync(pods, now))
         wakes = await self._each(self._cache.workloads(), lambda wl: self.workloads.sync(wl, now))
         snapshot, _result = await self.admitter.run_pass(now)
         await self.queue_status.write(snapshot, now)
@@ -96,11 +99,14 @@ class Reconciler:
         namespace = (job.get("metadata") or {}).get("namespace", "")
         return self._namespaces.is_managed(namespace, self._cache.namespace_labels(namespace))
 
-    async def _each(self, objects: Iterable[Object], work: Callable[[Object], Awaitable[Any]]) -> list[Any]:
-        async def one(obj: Object) -> Any:
+    async def _each(self, objects: Iterable[Any], work: Callable[[Any], Awaitable[Any]]) -> list[Any]:
+        """``work`` on each object (or pod group) concurrently; one object's failure never stops the others."""
+
+        async def one(item: Any) -> Any:
+            obj: Object = item[0] if isinstance(item, list) else item
             async with self._gate:
                 try:
-                    return await work(obj)
+                    return await work(item)
                 except errors.Conflict:
                     return None  # someone wrote first; the next pass sees their version
                 except errors.KubeError as exc:

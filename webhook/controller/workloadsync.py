@@ -92,8 +92,10 @@ class WorkloadSync:
             due = [d for d in (deadline, ready_by) if d is not None]
             return min(due) if due else None
 
-        # 3. A bare Workload has no job to stop: release its quota now.
-        if owner is None and wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
+        # 3. A bare Workload has no job to stop: release its quota now (pod groups release theirs in PodGroupSync).
+        owned_by_pods = any(o.get("kind") == "Pod" for o in meta.get("ownerReferences") or [])
+        bare = owner is None and not owned_by_pods
+        if bare and wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
             await self._write_status(wl_life.released(workload, now=now))
         # A reactivated Workload is requeued.
         requeued = conditions.find((workload.get("status") or {}).get("conditions"), COND_REQUEUED)

@@ -1,0 +1,130 @@
+"""Keeping plain pods and pod groups in step with their Workload (the pod side of the reconciler).
+
+For each group of managed pods (a single pod is a group of one), in order:
+1. once every pod of the group exists, its Workload is created (owned by all the pods);
+2. all pods ended → the Workload finishes (quota released);
+3. admitted → each gated pod loses the admission gate and gains its flavors' node selector and tolerations;
+4. evicted → the group's pods that still run are deleted (pods cannot be suspended), then the quota is released.
+Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from webhook.controller.cache import ClusterCache
+from webhook.controller.events import EventRecorder
+from webhook.jobs import pod_group
+from webhook.jobs import workload as wl_life
+from webhook.jobs.podset import PodSetMergeError, podset_infos
+from webhook.jobs.priority import resolve
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.objects import Object
+from webhook.kube.resources import POD, WORKLOAD
+from webhook.logs import object_fields
+
+log = logging.getLogger(__name__)
+
+
+class PodGroupSync:
+    def __init__(self, kube: Kube, cache: ClusterCache, *, events: EventRecorder) -> None:
+        self._kube = kube
+        self._cache = cache
+        self._events = events
+
+    def groups(self) -> list[list[Object]]:
+        by_workload: dict[tuple[str, str], list[Object]] = {}
+        for pod in self._cache.pods():
+            meta = pod.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                continue
+            by_workload.setdefault((meta.get("namespace", ""), pod_group.workload_name([pod])), []).append(pod)
+        return list(by_workload.values())
+
+    async def sync(self, pods: Sequence[Object], now: datetime.datetime) -> None:
+        namespace = (pods[0].get("metadata") or {}).get("namespace", "")
+        workload = self._cache.workload(namespace, pod_group.workload_name(pods))
+        done, succeeded = pod_group.finished(pods)
+
+        # 1. The Workload, once the group is complete.
+        if workload is None:
+            if not done and len(pods) >= pod_group.total_count(pods):
+                await self._create(pods)
+            return
+        if wl_life.is_finished(workload):
+            return
+
+        # 2. Finished.
+        if done:
+            message = "All pods succeeded" if succeeded else "Some pods failed"
+            await self._write_status(wl_life.finished(workload, succeeded=succeeded, message=message, now=now))
+            return
+
+        # 3. Admitted: ungate.
+        if wl_life.is_admitted(workload) and not wl_life.is_evicted(workload):
+            await self._release(pods, workload, now)
+            return
+
+        # 4. Evicted: the pods go, then the quota.
+        if wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
+            running = [p for p in pods if not pod_group.is_terminal(p) and not pod_group.is_gated(p)]
+            for pod in running:
+                meta = pod["metadata"]
+                with contextlib.suppress(errors.NotFound):
+                    await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+            await self._write_status(wl_life.released(workload, now=now))
+
+    async def _create(self, pods: Sequence[Object]) -> None:
+        first = pods[0]
+        as_job = {"metadata": first.get("metadata") or {}, "spec": {"template": {"spec": first.get("spec") or {}}}}
+        priority = resolve(
+            as_job,
+            workload_priority_classes={
+                (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
+            },
+            priority_classes=self._cache.priority_classes(),
+        )
+        body = pod_group.workload_for(pods, priority=priority.value)
+        if priority.class_name:
+            body["spec"]["priorityClassName"] = priority.class_name
+            body["spec"]["priorityClassSource"] = priority.source
+        try:
+            created = await self._kube.create(WORKLOAD, body)
+        except errors.AlreadyExists:
+            return
+        self._cache.observe(WORKLOAD, created)
+        message = f"Created Workload: {created['metadata']['name']}"
+        for pod in pods:
+            await self._events.record(pod, type="Normal", reason="CreatedWorkload", message=message)
+
+    async def _release(self, pods: Sequence[Object], workload: Mapping[str, Any], now: datetime.datetime) -> None:
+        admission = (workload.get("status") or {}).get("admission") or {}
+        flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
+        try:
+            infos = podset_infos(admission, flavors)
+        except PodSetMergeError as exc:
+            await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
+            return
+        for pod in pods:
+            if not pod_group.is_gated(pod):
+                continue
+            meta = pod["metadata"]
+            try:
+                patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
+            except ValueError as exc:
+                await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
+                return
+            result = await self._kube.patch(POD, meta["name"], patch, namespace=meta["namespace"])
+            self._cache.observe(POD, result)
+            cq = admission.get("clusterQueue", "")
+            await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
+        log.debug("pod group released", extra=object_fields(dict(workload)))
+
+    async def _write_status(self, workload: Object) -> None:
+        result = await self._kube.replace_status(WORKLOAD, workload)
+        self._cache.observe(WORKLOAD, result)

@@ -1,0 +1,153 @@
+"""The Pod integration: a plain pod, or a group of pods (``kueue.x-k8s.io/pod-group-name``), as one Workload.
+
+A group's Workload exists once all ``pod-group-total-count`` pods exist; it has one PodSet per pod shape (pods
+whose containers ask for the same resources), named by a short hash of that shape, and a (non-controller) owner
+reference to every pod, so it goes when the last pod goes. Admission removes the ``kueue.x-k8s.io/admission``
+scheduling gate and adds the flavors' node selector and tolerations (what the API server lets change on a gated
+pod). Pure: the reconciler decides when and writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from webhook.api.constants import (
+    ADMISSION_SCHEDULING_GATE,
+    API_VERSION,
+    IS_GROUP_WORKLOAD_ANNOTATION,
+    POD_GROUP_NAME_LABEL,
+    POD_GROUP_TOTAL_COUNT_ANNOTATION,
+    QUEUE_NAME_LABEL,
+)
+from webhook.jobs.naming import pod_workload_name
+from webhook.jobs.podset import PodSetInfo
+
+JSON = dict[str, Any]
+
+
+def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def group_of(pod: Mapping[str, Any]) -> str:
+    """The group name, or "" for a pod on its own."""
+    return str((_meta(pod).get("labels") or {}).get(POD_GROUP_NAME_LABEL, ""))
+
+
+def total_count(pods: Sequence[Mapping[str, Any]]) -> int:
+    """The group size the pods declare (the first parsable value; a single pod is a group of one)."""
+    for pod in pods:
+        raw = (_meta(pod).get("annotations") or {}).get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
+        if raw is not None and str(raw).isdigit():
+            return int(raw)
+    return 1
+
+
+def workload_name(pods: Sequence[Mapping[str, Any]]) -> str:
+    first = pods[0]
+    return pod_workload_name(_meta(first).get("namespace", ""), _meta(first).get("name", ""), group_of(first))
+
+
+def is_gated(pod: Mapping[str, Any]) -> bool:
+    return any(g.get("name") == ADMISSION_SCHEDULING_GATE for g in (pod.get("spec") or {}).get("schedulingGates") or [])
+
+
+def is_terminal(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def finished(pods: Sequence[Mapping[str, Any]]) -> tuple[bool, bool]:
+    """(finished, succeeded): every pod of a complete group has ended; succeeded when none failed."""
+    if len(pods) < total_count(pods) or not all(is_terminal(p) for p in pods):
+        return False, False
+    return True, all((p.get("status") or {}).get("phase") == "Succeeded" for p in pods)
+
+
+def role_hash(pod: Mapping[str, Any]) -> str:
+    """A short hash of what makes pods interchangeable for quota: their containers' images and resources."""
+    spec = pod.get("spec") or {}
+    shape: list[Any] = [
+        [(c.get("name"), c.get("image"), c.get("resources") or {}) for c in spec.get(kind) or []]
+        for kind in ("initContainers", "containers")
+    ]
+    shape.append([spec.get("overhead") or {}, spec.get("priorityClassName") or ""])
+    return hashlib.sha256(orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)).hexdigest()[:8]
+
+
+def _template(pod: Mapping[str, Any]) -> JSON:
+    spec = copy.deepcopy(dict(pod.get("spec") or {}))
+    for key in ("nodeName", "schedulingGates"):
+        spec.pop(key, None)
+    meta = _meta(pod)
+    return {"metadata": {"labels": dict(meta.get("labels") or {})}, "spec": spec}
+
+
+def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int) -> JSON:
+    """The Workload of a complete group (or one pod); one PodSet per pod shape, sorted by name."""
+    roles: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in sorted(pods, key=lambda p: _meta(p).get("name", "")):
+        roles.setdefault(role_hash(pod), []).append(pod)
+    first = pods[0]
+    labels = _meta(first).get("labels") or {}
+    grouped = bool(group_of(first))
+    workload: JSON = {
+        "apiVersion": API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": workload_name(pods),
+            "namespace": _meta(first).get("namespace"),
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": _meta(p).get("name"), "uid": _meta(p).get("uid")}
+                for p in pods
+            ],
+        },
+        "spec": {
+            "queueName": labels.get(QUEUE_NAME_LABEL, ""),
+            "priority": priority,
+            "podSets": [
+                {"name": role, "count": len(members), "template": _template(members[0])}
+                for role, members in sorted(roles.items())
+            ],
+        },
+    }
+    if grouped:
+        workload["metadata"]["annotations"] = {IS_GROUP_WORKLOAD_ANNOTATION: "true"}
+    return workload
+
+
+def release_patch(pod: Mapping[str, Any], info: PodSetInfo | None) -> JSON:
+    """A strategic-free merge patch body: the gate removed, the flavors' selector and tolerations added.
+
+    Returned as the whole new ``spec.schedulingGates``/``nodeSelector``/``tolerations`` plus the PodSet label, so
+    a JSON merge patch replaces those lists exactly.
+    """
+    spec = pod.get("spec") or {}
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != ADMISSION_SCHEDULING_GATE]
+    new_spec: JSON = {"schedulingGates": gates or None}
+    meta: JSON = {}
+    if info is not None:
+        selector = dict(spec.get("nodeSelector") or {})
+        for key, value in info.node_selector.items():
+            if selector.get(key, value) != value:
+                raise ValueError(f"nodeSelector {key}={selector[key]!r} conflicts with the admitted flavor's {value!r}")
+            selector[key] = value
+        if selector:
+            new_spec["nodeSelector"] = selector
+        tolerations = list(spec.get("tolerations") or [])
+        tolerations += [dict(t) for t in info.tolerations if t not in tolerations]
+        if tolerations:
+            new_spec["tolerations"] = tolerations
+        meta = {"labels": dict(info.labels)}
+    patch: JSON = {"spec": new_spec}
+    if meta:
+        patch["metadata"] = meta
+    return patch
+
+
+def podset_of(pod: Mapping[str, Any]) -> str:
+    return role_hash(pod)
