@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from webhook.admission.selector import Requirement, Selector
+from webhook.admission.selector import Selector
+from webhook.api.selector import Requirement
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 KUBE_SYSTEM = "kube-system"

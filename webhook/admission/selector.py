@@ -7,11 +7,11 @@ Used for the namespace policy, the configuration's ``managedJobsNamespaceSelecto
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from webhook.admission import names
 from webhook.admission.fielderror import FieldError, child, index, invalid, key, not_supported, required
+from webhook.api.selector import LabelSelector, Requirement, matches
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -27,30 +27,13 @@ class LabelSelectorWire(TypedDict, total=False):
     matchExpressions: list[RequirementWire]
 
 
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    operator: str
-    values: frozenset[str]
+class Selector(LabelSelector):
+    """A checked selector (the empty one matches everything); matching is ``webhook.api.selector``'s."""
+
+    __slots__ = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.operator == "In":
-            return self.key in labels and labels[self.key] in self.values
-        if self.operator == "NotIn":
-            return self.key not in labels or labels[self.key] not in self.values
-        if self.operator == "Exists":
-            return self.key in labels
-        return self.key not in labels
-
-
-@dataclass(frozen=True)
-class Selector:
-    """A checked selector. The empty selector matches everything."""
-
-    requirements: tuple[Requirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(r.matches(labels) for r in self.requirements)
+        return matches(self, labels)
 
 
 def problems(raw: object, path: str) -> list[FieldError]:

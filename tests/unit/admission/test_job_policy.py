@@ -11,9 +11,10 @@ from tests.unit.admission.builders import NAMESPACE, TURNSTILE_USER, apply, make
 from webhook.admission import job_policy
 from webhook.admission.namespace_policy import NamespacePolicy
 from webhook.admission.options import AdmissionOptions
-from webhook.admission.selector import Requirement, Selector
+from webhook.admission.selector import Selector
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
+from webhook.api.selector import Requirement
 from webhook.jobs import naming
 
 OPTIONS = AdmissionOptions(trusted_users=frozenset({TURNSTILE_USER}))
