@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a real control plane from Go modules into a cache outside the repo:
-#   etcd, kube-apiserver, kubectl (always) and kube-controller-manager
+#   etcd, kube-apiserver, kubectl, kube-scheduler (always) and kube-controller-manager
 #   (unless TURNSTILE_SKIP_KCM=1), keyed by Kubernetes and etcd version.
 # Idempotent: a warm cache (stamp matches go.mod/go.sum of both tools modules)
 # returns at once. Prints the binary directory as its last line.
@@ -10,7 +10,7 @@ KV=$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v/ {sub(/^v/,"",$2); print $2; exit}
 EV=$(awk '$1=="go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {sub(/^v/,"",$2); print $2; exit}' "$here/etcd-tools/go.mod")
 [ -n "$KV" ] && [ -n "$EV" ] || { echo "build-control-plane: cannot read versions from hack/*-tools/go.mod" >&2; exit 1; }
 BIN=${TURNSTILE_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/turnstile/k8s-v$KV-etcd-v$EV}
-targets=(kube-apiserver kubectl)
+targets=(kube-apiserver kubectl kube-scheduler)
 [ "${TURNSTILE_SKIP_KCM:-0}" = 1 ] || targets+=(kube-controller-manager)
 key=$(cat "$here"/k8s-tools/go.{mod,sum} "$here"/etcd-tools/go.{mod,sum} | sha256sum | cut -c1-16)
 want="$key ${targets[*]} etcd"
