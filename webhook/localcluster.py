@@ -274,9 +274,10 @@ class LocalCluster:
                 f"--service-account-private-key-file={p / 'sa.key'}",
                 "--kube-api-qps=500",
                 "--kube-api-burst=1000",
-                # Jobs create Pods, owners' deletion reaches dependants (a Job's Workload), namespaces delete.
+                # Jobs create Pods, owners' deletion reaches dependants (a Job's Workload), namespaces delete, and the
+                # built-in view/edit/admin roles pick up aggregated rules (tests act as users with `edit`).
                 "--controllers=job-controller,garbage-collector-controller,namespace-controller,"
-                "ttl-after-finished-controller",
+                "ttl-after-finished-controller,clusterrole-aggregation",
             ],
         )
 

@@ -92,6 +92,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
                 metrics=metrics,
                 events=EventRecorder(kube, host=identity),
                 wait_for_pods_ready=config.wait_for_pods_ready,
+                manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
             )
             if lease.leader_elect:
                 elector = LeaderElector(

@@ -382,7 +382,9 @@ def role_aggregation(cluster: LocalCluster, turnstile_rbac: None) -> Iterator[No
 USER_CASES = [
     pytest.param("edit", ["get", "workloads.kueue.x-k8s.io"], True, id="edit-reads-workloads"),
     pytest.param("edit", ["list", "localqueues.kueue.x-k8s.io"], True, id="edit-reads-localqueues"),
-    pytest.param("edit", ["create", "workloads.kueue.x-k8s.io"], True, id="edit-submits-bare-workloads"),
+    pytest.param("edit", ["create", "workloads.kueue.x-k8s.io"], False, id="edit-no-workload-create"),
+    pytest.param("edit", ["patch", "workloads.kueue.x-k8s.io"], False, id="edit-no-workload-patch"),
+    pytest.param("edit", ["delete", "workloads.kueue.x-k8s.io"], False, id="edit-no-workload-delete"),
     pytest.param(
         "edit", ["patch", "workloads.kueue.x-k8s.io", "--subresource=status"], False, id="edit-no-status-patch"
     ),

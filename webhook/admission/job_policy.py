@@ -25,7 +25,7 @@ from webhook.admission.review import Request
 from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
-from webhook.jobs import naming
+from webhook.jobs import batch_job, naming
 
 LABELS = "metadata.labels"
 ANNOTATIONS = "metadata.annotations"
@@ -180,9 +180,11 @@ def _update_errors(
     suspended_before, suspended_after = is_suspended(old), is_suspended(new)
     old_labels, new_labels = objects.labels_of(old), objects.labels_of(new)
 
-    # 1. The main escape: a managed job may run only once its Workload is admitted.
+    # 1. The main escape: a managed job may run only once its Workload is admitted, and only as admitted.
     if (was_managed or now_managed) and suspended_before and not suspended_after:
         errors += _unsuspend_errors(request, new, view=view, options=options)
+    elif (was_managed or now_managed) and not suspended_after and _shape_changed(old, new):
+        errors += _admission_errors(request, new, view=view, options=options)
     # 2. The queue of a running job is fixed: quota was reserved in that queue.
     if not suspended_after and new_queue != old_queue and (old_queue or now_managed):
         errors.append(
@@ -192,25 +194,17 @@ def _update_errors(
                 f"now {new_queue or '<none>'!r}); suspend the job first",
             )
         )
-    # 3. Removing the queue label where the namespace's policy needs one.
-    if old_queue and not new_queue and namespace_is_managed(namespace, view, options):
-        if view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
-            errors.append(
-                invalid(
-                    QUEUE_PATH,
-                    "",
-                    f"the queue name cannot be removed in namespace {namespace!r}, which has a LocalQueue "
-                    f"{c.DEFAULT_LOCAL_QUEUE!r}; name another queue instead",
-                )
+    # 3. The queue label ties a queued job to its Workload: removing it would let the job run outside every
+    #    quota (once unsuspended, nothing would queue it). Only a finished job may lose it.
+    if old_queue and not new_queue and was_managed and not batch_job.finished(old)[0]:
+        errors.append(
+            invalid(
+                QUEUE_PATH,
+                "",
+                f"the queue name cannot be removed from a job Turnstile manages (it was {old_queue!r}); "
+                "name another queue instead, or delete the job",
             )
-        elif options.manage_jobs_without_queue_name:
-            errors.append(
-                invalid(
-                    QUEUE_PATH,
-                    "",
-                    "the queue name cannot be removed: every job in this namespace is managed and needs a queue",
-                )
-            )
+        )
     if not (was_managed or now_managed):
         return errors
     # 4. The execution-time limit is part of the Workload; it may change only while suspended.
@@ -252,7 +246,7 @@ def _unsuspend_errors(
     name = objects.name(job) or request.name
     workload = naming.job_workload_name(request.namespace, name)
     if view.workload_is_admitted(request.namespace, workload):
-        return []
+        return _admission_errors(request, job, view=view, options=options)
     queue = queue_name(job) or "<none>"
     return [
         forbidden(
@@ -260,5 +254,36 @@ def _unsuspend_errors(
             f"job {name!r} is queued by Turnstile in LocalQueue {queue!r} and its Workload {workload!r} is not "
             "admitted yet; it starts on its own once the queue has quota for all of its pods "
             f"(see: kubectl -n {request.namespace} get workload {workload})",
+        )
+    ]
+
+
+def _shape_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The pods the job runs may differ: their number or their template."""
+    return pods_count(old) != pods_count(new) or objects.mapping(old, "spec").get("template") != objects.mapping(
+        new, "spec"
+    ).get("template")
+
+
+def _admission_errors(
+    request: Request, job: Mapping[str, Any], *, view: ClusterView, options: AdmissionOptions
+) -> list[FieldError]:
+    """A job that runs must fit its admitted Workload: no more pods, no bigger pods (LimitRange defaults and
+    RuntimeClass overhead included), or it would run beyond its quota until the reconciler stopped it."""
+    if options.is_trusted(request.username):
+        return []
+    name = objects.name(job) or request.name
+    workload_name = naming.job_workload_name(request.namespace, name)
+    workload = view.workload(request.namespace, workload_name)
+    if workload is None or not view.workload_is_admitted(request.namespace, workload_name):
+        return []  # rule 1 decides about jobs without an admitted Workload
+    mismatch = batch_job.admission_mismatch(job, workload, view.pod_defaults(request.namespace))
+    if mismatch is None:
+        return []
+    return [
+        forbidden(
+            "spec",
+            f"job {name!r} would run beyond the quota its Workload {workload_name!r} was admitted with: {mismatch}; "
+            "suspend the job first (it is then queued again with its new shape)",
         )
     ]

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
+
+from webhook.jobs.poddefaults import PodDefaults
 
 
 class ClusterView(Protocol):
@@ -28,6 +30,14 @@ class ClusterView(Protocol):
         """True when that Workload exists and has quota reserved and is admitted."""
         ...
 
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The Workload object as last seen, or None."""
+        ...
+
+    def pod_defaults(self, namespace: str) -> PodDefaults:
+        """What the API server adds to pods in ``namespace`` (LimitRange defaults, RuntimeClass overhead)."""
+        ...
+
 
 @dataclass
 class StaticView:
@@ -37,6 +47,8 @@ class StaticView:
     local_queues: set[tuple[str, str]] = field(default_factory=set)
     priority_classes: set[str] = field(default_factory=set)
     admitted_workloads: set[tuple[str, str]] = field(default_factory=set)
+    workloads: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    defaults: PodDefaults = field(default_factory=PodDefaults)
     is_synced: bool = True
 
     def synced(self) -> bool:
@@ -53,3 +65,9 @@ class StaticView:
 
     def workload_is_admitted(self, namespace: str, name: str) -> bool:
         return (namespace, name) in self.admitted_workloads
+
+    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.workloads.get((namespace, name))
+
+    def pod_defaults(self, namespace: str) -> PodDefaults:
+        return self.defaults

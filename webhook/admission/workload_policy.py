@@ -56,7 +56,26 @@ def validate(request: Request, view: ClusterView, options: AdmissionOptions) -> 
     errors = workload_errors(workload, old)
     if old is not None:
         errors += update_errors(workload, old)
+        if not options.is_trusted(request.username):
+            errors += _priority_errors(workload, old)
     return judge(errors)
+
+
+def _priority_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """A Workload's priority comes from its priority class, set by Turnstile: nobody else may raise (or lower)
+    it in place, or one tenant could preempt another by editing a number."""
+    new_spec, old_spec = objects.mapping(new, "spec"), objects.mapping(old, "spec")
+    errors = []
+    for field in ("priority", "priorityClassName"):
+        if new_spec.get(field) != old_spec.get(field):
+            errors.append(
+                forbidden(
+                    child("spec", field),
+                    "is set by Turnstile from the job's priority class; change the job's "
+                    f"{c.PRIORITY_CLASS_LABEL} label instead",
+                )
+            )
+    return errors
 
 
 def workload_errors(workload: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:

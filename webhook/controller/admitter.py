@@ -94,6 +94,8 @@ class Admitter:
             wl = cached[1]
             if wl is None:
                 continue
+            if meta.get("deletionTimestamp") and wl.admission is None:
+                continue  # being deleted: never admitted again (one that holds quota keeps counting)
             assumed = self.reservations.admission_for(key)
             if assumed is not None and wl.admission is None:
                 wl = dataclasses.replace(wl, admission=parse_admission(assumed))

@@ -17,6 +17,7 @@ from typing import NamedTuple
 from webhook.api import constants
 from webhook.controller.informer import ChangeType
 from webhook.controller.keyqueue import KeyQueue
+from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
 from webhook.kube import resources as r
 from webhook.kube.objects import Object, ObjectKey, key_of, labels_of
 from webhook.kube.resources import Resource
@@ -281,6 +282,12 @@ class ClusterCache:
 
     def namespace(self, name: str) -> Object | None:
         return self.get(r.NAMESPACE, ObjectKey("", name))
+
+    def pod_defaults(self, namespace: str) -> PodDefaults:
+        """What the API server adds to pods in ``namespace`` (LimitRange defaults, RuntimeClass overhead)."""
+        limit_ranges = list(self.items(r.LIMIT_RANGE, namespace)) if r.LIMIT_RANGE in self._stores else []
+        classes = list(self.items(r.RUNTIME_CLASS)) if r.RUNTIME_CLASS in self._stores else []
+        return PodDefaults(limit_ranges=limit_ranges, overheads=runtime_overheads(classes))
 
     # -- ClusterView (webhook.admission.view) ---------------------------------------------------
 

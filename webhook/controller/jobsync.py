@@ -1,11 +1,18 @@
 """Keeping one batch/v1 Job and its Workload in step (the job side of the reconciler).
 
-For a managed Job, in order:
-1. its Workload exists, owned by it (a stale one left by an earlier Job of the same name is deleted);
-2. a suspended Job whose template or queue changed gets its pending Workload updated;
-3. a finished Job finishes its Workload (the quota goes back);
+For a Job in a managed namespace, in order:
+0. an unlabelled Job that should have been queued (it was created while Turnstile's webhook was down, in a
+   namespace with a ``default`` LocalQueue, or with ``manageJobsWithoutQueueName``) is labelled and suspended;
+1. its Workload exists, owned by it (a stale one left by an earlier Job of the same name is deleted); a Workload
+   being deleted (by a user, or discarded in step 5) keeps its quota through the ``resource-in-use`` finalizer
+   until the Job is stopped and restored, and only then lets go, so a new one is queued;
+2. a suspended Job whose template or queue changed gets its pending Workload updated, and a changed priority
+   class label updates the Workload's priority (as Kueue does);
+3. a finished Job finishes its Workload (the quota goes back, the finalizer goes);
 4. a stopped Job gets its template restored once the API server allows it (its pods are gone);
-5. an admitted Workload releases its suspended Job with the flavors injected;
+5. an admitted Workload releases its suspended Job with the flavors injected, if the Job still fits the
+   admission (pod count, per-pod requests after LimitRange defaults and RuntimeClass overhead); a Job that no
+   longer fits (Kueue's "no matching Workload") is stopped and its Workload discarded (step 1 then requeues);
 6. an evicted or unadmitted Workload stops its running Job: suspend, clear ``startTime`` (restored in step 4);
 7. once the Job is stopped and restored, an evicted Workload gives its quota back and is requeued.
 Every write carries the resourceVersion read, and its result goes straight into the cache so the next pass
@@ -20,16 +27,17 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.api.constants import DEFAULT_LOCAL_QUEUE, RESOURCE_IN_USE_FINALIZER, WORKLOAD_PRIORITY_CLASS_SOURCE
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.jobs.naming import job_workload_name
 from webhook.jobs.podset import PodSetMergeError, podset_infos
-from webhook.jobs.priority import resolve
+from webhook.jobs.priority import Priority, resolve
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object
+from webhook.kube.objects import Object, key_of
 from webhook.kube.resources import JOB, WORKLOAD
 from webhook.logs import object_fields
 
@@ -38,41 +46,63 @@ log = logging.getLogger(__name__)
 
 class JobSync:
     def __init__(
-        self, kube: Kube, cache: ClusterCache, *, events: EventRecorder, track_pods_ready: bool = False
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        events: EventRecorder,
+        track_pods_ready: bool = False,
+        manage_without_queue_name: bool = False,
     ) -> None:
         self._kube = kube
         self._cache = cache
         self._events = events
         self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
+        self._manage_without_queue_name = manage_without_queue_name
 
     async def sync(self, job: Object, now: datetime.datetime) -> None:
         meta = job.get("metadata") or {}
-        if meta.get("deletionTimestamp") or batch_job.queue_name(job) is None:
+        if meta.get("deletionTimestamp"):
+            return
+        done, succeeded, message = batch_job.finished(job)
+        # 0. Slipped past the webhook unlabelled.
+        if batch_job.queue_name(job) is None:
+            if not done:
+                await self._adopt(job, now)
             return
         name = job_workload_name(meta["namespace"], meta["name"])
         workload = self._cache.workload(meta["namespace"], name)
+        defaults = self._cache.pod_defaults(meta["namespace"])
 
-        # 1. One Workload, owned by this Job.
+        # 1. One Workload, owned by this Job; one being deleted holds its quota until the Job has stopped.
         if workload is not None and not self._owned_by(workload, job):
             await self._delete_stale(workload)
             workload = None
-        done, succeeded, message = batch_job.finished(job)
+        if workload is not None and (workload.get("metadata") or {}).get("deletionTimestamp"):
+            await self._let_go(job, workload, done=done, now=now)
+            return
         if workload is None:
             if not done:
                 await self._create_workload(job)
             return
 
-        # 2. A pending Workload follows its suspended Job.
+        # 2. A pending Workload follows its suspended Job; the priority follows the priority class label.
         if batch_job.is_suspended(job) and not wl_life.holds_quota(workload) and not wl_life.is_finished(workload):
             workload = await self._refresh_pending(job, workload)
+        if not wl_life.is_finished(workload):
+            workload = await self._refresh_priority(job, workload)
 
         # 3. Finished.
         if done:
             if not wl_life.is_finished(workload):
-                await self._write_status(wl_life.finished(workload, succeeded=succeeded, message=message, now=now))
+                workload = await self._write_status(
+                    wl_life.finished(workload, succeeded=succeeded, message=message, now=now)
+                )
                 await self._events.record(job, type="Normal", reason="Finished", message=message, now=now)
+            await self._drop_finalizer(workload)
             return
         if wl_life.is_finished(workload):
+            await self._drop_finalizer(workload)
             return
 
         evicted = wl_life.is_evicted(workload)
@@ -83,8 +113,12 @@ class JobSync:
                 await self._restore(job, workload)
             return
 
-        # 5. Admitted: release.
+        # 5. Admitted: release, if the Job still fits what was admitted.
         if wl_life.is_admitted(workload) and not evicted:
+            mismatch = batch_job.admission_mismatch(job, workload, defaults)
+            if mismatch is not None:
+                await self._discard(job, workload, mismatch, now)
+                return
             if batch_job.is_suspended(job):
                 await self._start(job, workload, now)
             elif self._track_pods_ready:
@@ -117,16 +151,134 @@ class JobSync:
             await self._kube.delete(WORKLOAD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
         log.info("deleted a Workload left by an earlier job of the same name", extra=object_fields(workload))
 
-    async def _create_workload(self, job: Object) -> None:
-        priority = resolve(
+    async def _adopt(self, job: Object, now: datetime.datetime) -> None:
+        """Step 0: what the mutating webhook would have done to an unlabelled Job, had it been up.
+
+        Only a Job created while the namespace already had its ``default`` LocalQueue (or with
+        ``manageJobsWithoutQueueName``), not owned by another managed object, and never stamped by the webhook.
+        """
+        meta = job["metadata"]
+        namespace = meta["namespace"]
+        if batch_job.owned_by_controller(job) or batch_job.is_stamped(job):
+            return
+        queue = None
+        default = self._cache.local_queue(namespace, DEFAULT_LOCAL_QUEUE)
+        if default is not None and str(meta.get("creationTimestamp", "")) >= str(
+            (default.get("metadata") or {}).get("creationTimestamp", "")
+        ):
+            queue = DEFAULT_LOCAL_QUEUE
+        elif self._manage_without_queue_name:
+            queue = ""
+        if queue is None:
+            return
+        adopted = batch_job.adopted(job, queue=queue or None, workload_name=job_workload_name(namespace, meta["name"]))
+        result = await self._kube.replace(JOB, adopted)
+        self._cache.observe(JOB, result)
+        why = "it was created without passing Turnstile's webhook"
+        await self._events.record(
+            job, type="Normal", reason="Stopped", message=f"Job suspended and queued: {why}", now=now
+        )
+        log.info("suspended and queued a job that slipped past the webhook", extra=object_fields(job))
+
+    async def _let_go(self, job: Object, workload: Object, *, done: bool, now: datetime.datetime) -> None:
+        """Step 1 for a Workload being deleted: stop the Job first, release the finalizer once it has stopped."""
+        if done or not wl_life.holds_quota(workload):
+            await self._drop_finalizer(workload)
+            return
+        if not batch_job.is_suspended(job):
+            await self._stop(job, workload, "its Workload is being deleted", now)
+            return
+        if batch_job.is_stopping(job):
+            if batch_job.template_mutable(job):
+                await self._restore(job, workload)
+            return
+        if (job.get("status") or {}).get("active"):
+            return  # the Job controller is still removing its pods; the quota stays held until they are gone
+        await self._drop_finalizer(workload)
+
+    async def _discard(self, job: Object, workload: Object, why: str, now: datetime.datetime) -> None:
+        """Step 5 on a mismatch: the Workload goes (its finalizer keeps the quota until the Job has stopped)."""
+        meta = workload["metadata"]
+        if RESOURCE_IN_USE_FINALIZER not in (meta.get("finalizers") or []):
+            held = dict(workload) | {
+                "metadata": dict(meta) | {"finalizers": [*(meta.get("finalizers") or []), RESOURCE_IN_USE_FINALIZER]}
+            }
+            workload = await self._kube.replace(WORKLOAD, held)
+            self._cache.observe(WORKLOAD, workload)
+            meta = workload["metadata"]
+        deleted = await self._kube.delete(WORKLOAD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+        if deleted and (deleted.get("metadata") or {}).get("deletionTimestamp"):
+            self._cache.observe(WORKLOAD, deleted)
+        await self._events.record(
+            job, type="Normal", reason="Stopped", message=f"No matching Workload: {why}; queued again", now=now
+        )
+        log.info("discarded a Workload that no longer matches its job: %s", why, extra=object_fields(job))
+        if not batch_job.is_suspended(job):
+            await self._stop(job, workload, f"No matching Workload: {why}", now)
+
+    async def _drop_finalizer(self, workload: Object) -> None:
+        meta = workload.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if RESOURCE_IN_USE_FINALIZER not in finalizers:
+            return
+        body = dict(workload) | {
+            "metadata": dict(meta) | {"finalizers": [f for f in finalizers if f != RESOURCE_IN_USE_FINALIZER]}
+        }
+        try:
+            result = await self._kube.replace(WORKLOAD, body)
+        except errors.NotFound:
+            self._cache.forget(WORKLOAD, key_of(workload))
+            return
+        if meta.get("deletionTimestamp") and not (result.get("metadata") or {}).get("finalizers"):
+            self._cache.forget(WORKLOAD, key_of(workload))
+        else:
+            self._cache.observe(WORKLOAD, result)
+
+    async def _refresh_priority(self, job: Object, workload: Object) -> Object:
+        """A changed ``kueue.x-k8s.io/priority-class`` label changes the Workload's priority (Kueue's behaviour)."""
+        priority = self._priority(job)
+        if priority.source != WORKLOAD_PRIORITY_CLASS_SOURCE:
+            return workload
+        spec = workload.get("spec") or {}
+        if spec.get("priorityClassName") == priority.class_name and spec.get("priority") == priority.value:
+            return workload
+        if spec.get("priorityClassSource") not in (None, WORKLOAD_PRIORITY_CLASS_SOURCE):
+            return workload  # the source is fixed while quota is reserved; a new Workload would be needed
+        updated = dict(workload) | {
+            "spec": dict(spec)
+            | {
+                "priority": priority.value,
+                "priorityClassName": priority.class_name,
+                "priorityClassSource": WORKLOAD_PRIORITY_CLASS_SOURCE,
+            }
+        }
+        result = await self._kube.replace(WORKLOAD, updated)
+        self._cache.observe(WORKLOAD, result)
+        await self._events.record(
+            job,
+            type="Normal",
+            reason="UpdatedWorkload",
+            message=f"Priority follows WorkloadPriorityClass {priority.class_name}: {priority.value}",
+        )
+        return result
+
+    def _priority(self, job: Object) -> Priority:
+        return resolve(
             job,
             workload_priority_classes={
                 (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
             },
             priority_classes=self._cache.priority_classes(),
         )
+
+    async def _create_workload(self, job: Object) -> None:
+        priority = self._priority(job)
         body = batch_job.workload_for(
-            job, priority=priority.value, priority_class_name=priority.class_name, priority_class_source=priority.source
+            job,
+            priority=priority.value,
+            priority_class_name=priority.class_name,
+            priority_class_source=priority.source,
+            defaults=self._cache.pod_defaults(job["metadata"]["namespace"]),
         )
         try:
             created = await self._kube.create(WORKLOAD, body)
@@ -140,10 +292,11 @@ class JobSync:
     async def _refresh_pending(self, job: Object, workload: Object) -> Object:
         spec = workload.get("spec") or {}
         expected_queue = batch_job.queue_name(job)
-        if batch_job.matches_workload(job, workload) and spec.get("queueName") == expected_queue:
+        defaults = self._cache.pod_defaults(job["metadata"]["namespace"])
+        if batch_job.matches_workload(job, workload, defaults) and spec.get("queueName") == expected_queue:
             return workload
         updated = dict(workload)
-        updated["spec"] = dict(spec) | {"podSets": batch_job.podsets(job), "queueName": expected_queue}
+        updated["spec"] = dict(spec) | {"podSets": batch_job.podsets(job, defaults), "queueName": expected_queue}
         result = await self._kube.replace(WORKLOAD, updated)
         self._cache.observe(WORKLOAD, result)
         await self._events.record(job, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
@@ -187,9 +340,10 @@ class JobSync:
         restored = await self._kube.replace(JOB, batch_job.restored(job, workload))
         self._cache.observe(JOB, restored)
 
-    async def _write_status(self, workload: Object) -> None:
+    async def _write_status(self, workload: Object) -> Object:
         result = await self._kube.replace_status(WORKLOAD, workload)
         self._cache.observe(WORKLOAD, result)
+        return result
 
 
 def _evict_reason(workload: Mapping[str, Any]) -> str:

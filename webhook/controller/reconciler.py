@@ -54,6 +54,7 @@ class Reconciler:
         resync_seconds: float = 5.0,
         concurrency: int = 32,
         wait_for_pods_ready: WaitForPodsReady | None = None,
+        manage_jobs_without_queue_name: bool = False,
     ) -> None:
         self._cache = cache
         self._namespaces = namespaces or NamespacePolicy.default()
@@ -62,7 +63,13 @@ class Reconciler:
         self._gate = asyncio.Semaphore(concurrency)
         recorder = events or EventRecorder(kube)
         tracking = wait_for_pods_ready is not None and wait_for_pods_ready.enable
-        self.jobs = JobSync(kube, cache, events=recorder, track_pods_ready=tracking)
+        self.jobs = JobSync(
+            kube,
+            cache,
+            events=recorder,
+            track_pods_ready=tracking,
+            manage_without_queue_name=manage_jobs_without_queue_name,
+        )
         self.pods = PodGroupSync(kube, cache, events=recorder)
         self.workloads = WorkloadSync(kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready)
         self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)

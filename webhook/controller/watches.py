@@ -4,10 +4,10 @@ Owns: ``CACHE_WATCHES`` (kinds and server-side filters) and ``start_watches``.
 Must not: decide anything about the objects.
 
 Filters, and why they are enough for now:
-- Jobs: only those labelled ``kueue.x-k8s.io/queue-name``. Jobs in managed namespaces that name no queue get the
-  default queue label from the mutating webhook before they are stored, so they carry the label too. A Job that
-  slipped in unlabelled while the webhook was down is not seen; watching all Jobs of managed namespaces would
-  need one watch per namespace (label selectors cannot select by namespace labels).
+- Jobs: all of them. A Job that slipped in unlabelled while the webhook was down (in a namespace whose
+  ``default`` LocalQueue the webhook would have given it) must be seen to be queued; label selectors cannot
+  select by namespace labels, so the reconciler filters by namespace itself.
+- LimitRanges and RuntimeClasses: what the API server will add to a job's pods, so Workloads ask for it.
 - Pods: only managed ones (``kueue.x-k8s.io/managed=true``, stamped by the pod webhook).
 - Everything else: every object of the kind.
 """
@@ -31,7 +31,9 @@ CACHE_WATCHES: tuple[WatchSpec, ...] = (
     WatchSpec(r.WORKLOAD_PRIORITY_CLASS),
     WatchSpec(r.PRIORITY_CLASS),
     WatchSpec(r.WORKLOAD),
-    WatchSpec(r.JOB, label_selector=constants.QUEUE_NAME_LABEL),
+    WatchSpec(r.JOB),
+    WatchSpec(r.LIMIT_RANGE),
+    WatchSpec(r.RUNTIME_CLASS),
     WatchSpec(r.POD, label_selector=f"{constants.MANAGED_LABEL}=true"),
 )
 

@@ -1,7 +1,8 @@
 """The Workload side of the reconciler: evictions that are not preemption, orphans, bare Workloads.
 
 For each Workload, in order:
-1. an orphan (its owning Job is gone) is deleted, which frees its quota;
+1. an orphan (its owning Job is gone) is deleted, which frees its quota; its ``resource-in-use`` finalizer goes
+   too (while the Job exists, ``JobSync`` decides when the finalizer may go);
 2. an admitted Workload is evicted when it is deactivated (``spec.active: false``), when it ran past
    ``maximumExecutionTimeSeconds`` (and is then deactivated, as in Kueue), or when its ClusterQueue or
    LocalQueue is stopped with ``HoldAndDrain``;
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import conditions
-from webhook.api.constants import COND_PODS_READY, COND_REQUEUED
+from webhook.api.constants import COND_PODS_READY, COND_REQUEUED, RESOURCE_IN_USE_FINALIZER
 from webhook.config import WaitForPodsReady
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -57,15 +58,23 @@ class WorkloadSync:
 
     async def sync(self, workload: Object, now: datetime.datetime) -> datetime.datetime | None:
         meta = workload.get("metadata") or {}
-        if meta.get("deletionTimestamp") or wl_life.is_finished(workload):
-            return None
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
         owner = _job_owner(workload)
+        if meta.get("deletionTimestamp") or wl_life.is_finished(workload):
+            if (
+                RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or [])
+                and owner is not None
+                and self._cache.job(namespace, owner.get("name", "")) is None
+                and await self._owner_gone(namespace, owner)
+            ):
+                await self._drop_finalizer(workload)
+            return None
 
         # 1. Orphans. The job cache holds only labelled Jobs, so ask the server before deleting.
         orphan_candidate = owner is not None and self._cache.job(namespace, owner.get("name", "")) is None
         if orphan_candidate and owner is not None and await self._owner_gone(namespace, owner):
             with contextlib.suppress(errors.NotFound, errors.Conflict):
+                await self._drop_finalizer(workload)
                 await self._kube.delete(WORKLOAD, name, namespace=namespace, uid=meta.get("uid"))
                 self._cache.forget(WORKLOAD, key_of(workload))
             return None
@@ -182,6 +191,21 @@ class WorkloadSync:
         await self._write_status(wl_life.evicted(workload, reason=reason, message=message, now=now))
         await self._events.record(workload, type="Normal", reason="Evicted", message=f"{reason}: {message}", now=now)
         log.info("evicted %s", reason, extra=object_fields(workload))
+
+    async def _drop_finalizer(self, workload: Object) -> None:
+        meta = workload.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or [])
+        if RESOURCE_IN_USE_FINALIZER not in finalizers:
+            return
+        body = dict(workload) | {
+            "metadata": dict(meta) | {"finalizers": [f for f in finalizers if f != RESOURCE_IN_USE_FINALIZER]}
+        }
+        with contextlib.suppress(errors.NotFound):
+            result = await self._kube.replace(WORKLOAD, body)
+            if meta.get("deletionTimestamp") and not (result.get("metadata") or {}).get("finalizers"):
+                self._cache.forget(WORKLOAD, key_of(workload))
+            else:
+                self._cache.observe(WORKLOAD, result)
 
     async def _write_status(self, workload: Object) -> None:
         result = await self._kube.replace_status(WORKLOAD, workload)

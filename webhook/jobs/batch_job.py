@@ -17,9 +17,14 @@ from webhook.api.constants import (
     JOB_UID_LABEL,
     MAX_EXEC_TIME_LABEL,
     QUEUE_NAME_LABEL,
+    RESOURCE_IN_USE_FINALIZER,
     STOPPING_ANNOTATION,
+    WORKLOAD_NAME_ANNOTATION,
 )
+from webhook.api.quantity import ZERO, parse_quantity
+from webhook.api.resources import pod_requests
 from webhook.jobs.naming import job_workload_name
+from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo, inject, restore
 
 JSON = dict[str, Any]
@@ -67,10 +72,11 @@ def pod_count(job: Mapping[str, Any]) -> int:
     return parallelism if completions is None else min(parallelism, int(completions))
 
 
-def podsets(job: Mapping[str, Any]) -> list[JSON]:
-    """The Workload's ``spec.podSets`` for this Job: one PodSet named ``main``."""
+def podsets(job: Mapping[str, Any], defaults: PodDefaults | None = None) -> list[JSON]:
+    """The Workload's ``spec.podSets`` for this Job: one PodSet named ``main``, its template as the API server
+    will admit the pods (``defaults``: the namespace's LimitRange defaults and RuntimeClass overhead)."""
     spec = job.get("spec") or {}
-    template = copy.deepcopy(spec.get("template") or {})
+    template = (defaults or PodDefaults()).apply(spec.get("template") or {})
     labels = (template.get("metadata") or {}).get("labels")
     if labels:
         for key in _CONTROLLER_UID_LABELS:
@@ -93,8 +99,11 @@ def workload_for(
     priority: int,
     priority_class_name: str | None = None,
     priority_class_source: str = "",
+    defaults: PodDefaults | None = None,
 ) -> JSON:
-    """The Workload that represents ``job``, owned by it (a controller owner reference)."""
+    """The Workload that represents ``job``, owned by it (a controller owner reference), with Kueue's
+    ``resource-in-use`` finalizer: while it holds quota, deleting it must not free the quota before the job
+    has stopped (the reconciler removes the finalizer then)."""
     meta = job["metadata"]
     workload: JSON = {
         "apiVersion": API_VERSION,
@@ -103,6 +112,7 @@ def workload_for(
             "name": job_workload_name(meta["namespace"], meta["name"]),
             "namespace": meta["namespace"],
             "labels": {JOB_UID_LABEL: meta["uid"]},
+            "finalizers": [RESOURCE_IN_USE_FINALIZER],
             "ownerReferences": [
                 {
                     "apiVersion": "batch/v1",
@@ -114,7 +124,7 @@ def workload_for(
                 }
             ],
         },
-        "spec": {"podSets": podsets(job), "priority": priority},
+        "spec": {"podSets": podsets(job, defaults), "priority": priority},
     }
     spec = workload["spec"]
     if (queue := queue_name(job)) is not None:
@@ -127,20 +137,55 @@ def workload_for(
     return workload
 
 
-def matches_workload(job: Mapping[str, Any], workload: Mapping[str, Any]) -> bool:
+def matches_workload(job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults | None = None) -> bool:
     """Whether ``workload`` still describes ``job`` (owner, pod count and template of a suspended job)."""
     owners = (workload.get("metadata") or {}).get("ownerReferences") or []
     uid = job["metadata"].get("uid")
     if not any(o.get("uid") == uid and o.get("controller") for o in owners):
         return False
     wl_podsets = (workload.get("spec") or {}).get("podSets") or []
-    expected = podsets(job)
+    expected = podsets(job, defaults)
     if len(wl_podsets) != 1:
         return False
     if wl_podsets[0].get("count") != expected[0]["count"]:
         return False
     # Once released, the template carries injected flavors; compare containers only, which admission never edits.
     return bool(_containers(wl_podsets[0].get("template")) == _containers(expected[0]["template"]))
+
+
+def admission_mismatch(
+    job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults | None = None
+) -> str | None:
+    """Why the admitted ``workload`` does not cover ``job`` as it is now, or None when it does.
+
+    Kueue's "no matching Workload" check for an admitted job, on what quota is about: the job may run no more
+    pods than its pod set was admitted with, and each pod (as the API server will admit it: LimitRange defaults,
+    RuntimeClass overhead, requests from limits) may ask for no more of any resource than the admission charged
+    per pod. A job that asks for less keeps running; one that asks for more is stopped and queued again.
+    """
+    spec_sets = {p.get("name", DEFAULT_PODSET_NAME): p for p in (workload.get("spec") or {}).get("podSets") or []}
+    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    admitted = next((a for a in assignments if a.get("name", DEFAULT_PODSET_NAME) == DEFAULT_PODSET_NAME), None)
+    if admitted is None or len(assignments) != 1 or DEFAULT_PODSET_NAME not in spec_sets:
+        return f"the Workload has no admission for pod set {DEFAULT_PODSET_NAME!r} alone"
+    count = int(admitted.get("count") or spec_sets[DEFAULT_PODSET_NAME].get("count") or 0)
+    wanted = pod_count(job)
+    if wanted > count:
+        return f"the job runs {wanted} pods at once; its Workload was admitted for {count}"
+    template = (defaults or PodDefaults()).apply((job.get("spec") or {}).get("template") or {})
+    try:
+        per_pod = pod_requests(template.get("spec") or {})
+        charged = {r: parse_quantity(q) for r, q in (admitted.get("resourceUsage") or {}).items()}
+    except ValueError as exc:
+        return f"cannot compare the job's requests with its admission: {exc}"
+    for resource, quantity in sorted(per_pod.items()):
+        allowed = charged.get(resource, ZERO)
+        if quantity * max(count, 1) > allowed and quantity > ZERO:
+            return (
+                f"each pod asks for {quantity} {resource}; the Workload was admitted with {allowed} "
+                f"{resource} for {count} pods"
+            )
+    return None
 
 
 def _containers(template: Any) -> Any:
@@ -206,4 +251,26 @@ def restored(job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
     annotations.pop(STOPPING_ANNOTATION, None)
     if not annotations:
         result["metadata"].pop("annotations", None)
+    return result
+
+
+def owned_by_controller(job: Mapping[str, Any]) -> bool:
+    """Created by another controller (a CronJob, a JobSet, ...): left to whatever manages that owner."""
+    return any(o.get("controller") for o in (job.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def is_stamped(job: Mapping[str, Any]) -> bool:
+    """The mutating webhook saw this Job and stamped its Workload's name on it."""
+    return WORKLOAD_NAME_ANNOTATION in ((job.get("metadata") or {}).get("annotations") or {})
+
+
+def adopted(job: Mapping[str, Any], *, queue: str | None, workload_name: str) -> JSON:
+    """What the mutating webhook would have made of ``job``: queue label (when there is one), the Workload
+    stamp, and suspended (the Job controller removes any pods it already created)."""
+    result = copy.deepcopy(dict(job))
+    meta = result["metadata"]
+    if queue:
+        meta.setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
+    meta.setdefault("annotations", {})[WORKLOAD_NAME_ANNOTATION] = workload_name
+    result.setdefault("spec", {})["suspend"] = True
     return result

@@ -58,6 +58,8 @@ CONFIG_MAP = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 EVENT = Resource("", "v1", "events", "Event", namespaced=True)
 PRIORITY_CLASS = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False)
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+LIMIT_RANGE = Resource("", "v1", "limitranges", "LimitRange", namespaced=True)
+RUNTIME_CLASS = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False)
 
 _KUEUE = constants.GROUP, constants.VERSION
 RESOURCE_FLAVOR = Resource(*_KUEUE, "resourceflavors", "ResourceFlavor", namespaced=False)

@@ -16,6 +16,7 @@ from webhook.admission.view import StaticView
 from webhook.api import constants as c
 from webhook.api.selector import Requirement
 from webhook.jobs import naming
+from webhook.jobs.poddefaults import PodDefaults
 
 OPTIONS = AdmissionOptions(trusted_users=frozenset({TURNSTILE_USER}))
 WORKLOAD = naming.job_workload_name(NAMESPACE, "pi")
@@ -222,14 +223,16 @@ class TestValidateUpdate:
     def test_queue_of_a_suspended_job_may_change(self) -> None:
         assert validate(make_job(queue="other", suspend=True), old=make_job(suspend=True)) is None
 
-    def test_queue_label_cannot_be_removed_where_a_default_queue_exists(self) -> None:
-        view = StaticView(local_queues={(NAMESPACE, "default")})
-        message = validate(make_job(queue=None, suspend=True), old=make_job(suspend=True), view=view)
+    def test_queue_label_cannot_be_removed_from_a_queued_job(self) -> None:
+        # Removed and then unsuspended, the job would run outside every quota.
+        message = validate(make_job(queue=None, suspend=True), old=make_job(suspend=True))
         assert message is not None
-        assert "LocalQueue 'default'" in message
+        assert "cannot be removed from a job Turnstile manages" in message
 
-    def test_queue_label_may_be_removed_from_a_suspended_job_otherwise(self) -> None:
-        assert validate(make_job(queue=None, suspend=True), old=make_job(suspend=True)) is None
+    def test_queue_label_may_be_removed_from_a_finished_job(self) -> None:
+        old = make_job(suspend=True)
+        old["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+        assert validate(make_job(queue=None, suspend=True), old=old) is None
 
     def test_max_exec_time_is_fixed_while_running(self) -> None:
         old = make_job(suspend=False, labels={c.MAX_EXEC_TIME_LABEL: "60"})
@@ -268,3 +271,71 @@ class TestValidateUpdate:
         assert "spec.suspend" in message
         assert "queue-name" in message
         assert c.MAX_EXEC_TIME_LABEL in message
+
+
+def admitted_workload(*, count: int, cpu_total: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": WORKLOAD, "namespace": NAMESPACE},
+        "spec": {"podSets": [{"name": "main", "count": count, "template": {"spec": {"containers": []}}}]},
+        "status": {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [
+                    {"name": "main", "count": count, "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": cpu_total}}
+                ],
+            }
+        },
+    }
+
+
+def with_cpu(job: dict[str, Any], cpu: str) -> dict[str, Any]:
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+    return job
+
+
+class TestRunsOnlyAsAdmitted:
+    """A job whose Workload is admitted may run only within that admission (issue rows 1 and 2)."""
+
+    def view(self, *, count: int = 2, cpu_total: str = "2", defaults: PodDefaults | None = None) -> StaticView:
+        return StaticView(
+            admitted_workloads={(NAMESPACE, WORKLOAD)},
+            workloads={(NAMESPACE, WORKLOAD): admitted_workload(count=count, cpu_total=cpu_total)},
+            defaults=defaults or PodDefaults(),
+        )
+
+    def test_raising_parallelism_of_a_running_job_is_refused(self) -> None:
+        old = with_cpu(make_job(suspend=False, parallelism=2), "1")
+        new = with_cpu(make_job(suspend=False, parallelism=6), "1")
+        message = validate(new, old=old, view=self.view())
+        assert message is not None
+        assert "runs 6 pods at once" in message
+        assert "admitted for 2" in message
+
+    def test_lowering_parallelism_of_a_running_job_is_allowed(self) -> None:
+        old = with_cpu(make_job(suspend=False, parallelism=2), "1")
+        new = with_cpu(make_job(suspend=False, parallelism=1), "1")
+        assert validate(new, old=old, view=self.view()) is None
+
+    def test_resuming_with_bigger_pods_is_refused(self) -> None:
+        old = with_cpu(make_job(suspend=True, parallelism=2), "4")
+        new = with_cpu(make_job(suspend=False, parallelism=2), "4")
+        message = validate(new, old=old, view=self.view())
+        assert message is not None
+        assert "each pod asks for 4 cpu" in message
+
+    def test_resuming_as_admitted_is_allowed(self) -> None:
+        old = with_cpu(make_job(suspend=True, parallelism=2), "1")
+        new = with_cpu(make_job(suspend=False, parallelism=2), "1")
+        assert validate(new, old=old, view=self.view()) is None
+
+    def test_limit_range_defaults_count(self) -> None:
+        limit_range = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "3"}}]}}
+        old, new = make_job(suspend=True, parallelism=2), make_job(suspend=False, parallelism=2)
+        message = validate(new, old=old, view=self.view(defaults=PodDefaults(limit_ranges=[limit_range])))
+        assert message is not None
+        assert "each pod asks for 3 cpu" in message
+
+    def test_turnstile_itself_is_trusted(self) -> None:
+        old = with_cpu(make_job(suspend=True, parallelism=2), "4")
+        new = with_cpu(make_job(suspend=False, parallelism=2), "4")
+        assert validate(new, old=old, view=self.view(), user=TURNSTILE_USER) is None

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.admission.builders import make_request
+from tests.unit.admission.builders import TURNSTILE_USER, make_request
 from webhook.admission import workload_policy
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import StaticView
@@ -135,3 +135,21 @@ def test_admission_may_be_set_and_cleared_but_not_edited() -> None:
     message = check(edited, admitted)
     assert message is not None
     assert "status.admission" in message
+
+
+@pytest.mark.parametrize(
+    ("user", "allowed"),
+    [pytest.param("alice", False, id="a-user-may-not"), pytest.param(TURNSTILE_USER, True, id="turnstile-may")],
+)
+def test_only_turnstile_sets_the_priority(user: str, allowed: bool) -> None:
+    old = make_workload()
+    old["spec"]["priority"] = 10
+    raised = make_workload()
+    raised["spec"]["priority"] = 1000000
+    options = AdmissionOptions(trusted_users=frozenset({TURNSTILE_USER}))
+    verdict = workload_policy.validate(
+        make_request(raised, operation="UPDATE", old=old, user=user), StaticView(), options
+    )
+    assert verdict.allowed is allowed
+    if not allowed:
+        assert "spec.priority" in verdict.message
