@@ -23,7 +23,12 @@ from typing import Any
 
 import yaml
 
-from webhook.admission.registration import default_namespace_selector, render_webhook_configurations
+from webhook.admission.registration import (
+    default_namespace_selector,
+    namespace_selector_for,
+    render_webhook_configurations,
+)
+from webhook.config import parse_config
 from webhook.localcluster import ClusterError, LocalCluster, free_port
 from webhook.tls import issue_webhook_certificates
 
@@ -108,10 +113,15 @@ class LocalTurnstile:
         """Points the webhook configurations at this process (with ``timeout``: and waits until they take effect)."""
         ca_pem = ca_pem if ca_pem is not None else self.ca_pem
         own = str(self._config["namespace"])
+        # Rendered from the configuration, as the manifests are: its integrations and namespace policy.
+        config = parse_config(self._config)
         mutating, validating = render_webhook_configurations(
             ca_bundle=ca_pem,
             url=f"https://127.0.0.1:{self.port}",
             namespace_selector=default_namespace_selector(own),
+            workload_namespace_selector=namespace_selector_for(config.namespace_policy()),
+            frameworks=frozenset(config.frameworks),
+            manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
         )
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(mutating))
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(validating))

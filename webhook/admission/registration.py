@@ -7,8 +7,12 @@ Failing closed is scoped to what must: for Jobs and Pods, the objects that name 
 ``kueue.x-k8s.io/managed``) get ``failurePolicy: Fail``; the others get a twin webhook with ``Ignore`` (only
 defaulting is lost while Turnstile is down, and the reconciler suspends whatever slipped through) — unless
 ``manageJobsWithoutQueueName`` is on, where every job is managed and both fail closed. The namespace selector
-always leaves out ``kube-system`` and Turnstile's own namespace. An ``objectSelector`` is matched against the
-old and the new object, so removing the queue label is still seen by the fail-closed webhook.
+always leaves out ``kube-system`` and Turnstile's own namespace, and for Jobs and Pods it is the configured
+namespace policy (``managedJobsNamespaceSelector``, ``namespaceOptInLabel``: ``namespace_selector_for``), so a
+namespace Turnstile does not manage never depends on Turnstile being up. Only the integrations that are on get
+webhooks: a webhook for an integration that is off would answer nothing useful and, failing closed, block pods.
+An ``objectSelector`` is matched against the old and the new object, so removing the queue label is still seen
+by the fail-closed webhook.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.endpoints import ENDPOINTS, Endpoint
-from webhook.admission.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL
-from webhook.admission.options import BATCH_JOB_FRAMEWORK, POD_FRAMEWORK
+from webhook.admission.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
+from webhook.admission.options import BATCH_JOB_FRAMEWORK
 from webhook.api import constants as c
 
 DEFAULT_TIMEOUT_SECONDS = 5
@@ -36,6 +40,22 @@ class ServiceRef:
 
 def default_namespace_selector(own_namespace: str = DEFAULT_OWN_NAMESPACE) -> dict[str, Any]:
     return {"matchExpressions": [{"key": NAME_LABEL, "operator": "NotIn", "values": [KUBE_SYSTEM, own_namespace]}]}
+
+
+def namespace_selector_for(policy: NamespacePolicy) -> dict[str, Any]:
+    """The namespaceSelector that matches exactly the namespaces ``policy`` manages (protected ones excluded)."""
+    expressions: list[dict[str, Any]] = [
+        {"key": NAME_LABEL, "operator": "NotIn", "values": sorted({KUBE_SYSTEM, policy.own_namespace})}
+    ]
+    for req in policy.selector.requirements:
+        expr: dict[str, Any] = {"key": req.key, "operator": req.operator}
+        if req.operator in ("In", "NotIn"):
+            expr["values"] = sorted(req.values)
+        if expr not in expressions:
+            expressions.append(expr)
+    if policy.opt_in_label is not None:
+        expressions.append({"key": policy.opt_in_label, "operator": "In", "values": ["true"]})
+    return {"matchExpressions": expressions}
 
 
 def _exists(label: str) -> dict[str, Any]:
@@ -67,7 +87,8 @@ def render_webhook_configurations(
     url: str | None = None,
     service: ServiceRef | None = None,
     namespace_selector: Mapping[str, Any] | None = None,
-    frameworks: frozenset[str] = frozenset({BATCH_JOB_FRAMEWORK, POD_FRAMEWORK}),
+    workload_namespace_selector: Mapping[str, Any] | None = None,
+    frameworks: frozenset[str] = frozenset({BATCH_JOB_FRAMEWORK}),
     manage_jobs_without_queue_name: bool = False,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
     name: str = DEFAULT_NAME,
@@ -83,6 +104,7 @@ def render_webhook_configurations(
     if not 1 <= timeout_seconds <= 30:
         raise ValueError("timeoutSeconds must be between 1 and 30")
     selector = dict(namespace_selector) if namespace_selector is not None else default_namespace_selector()
+    job_selector = dict(workload_namespace_selector) if workload_namespace_selector is not None else selector
     bundle = base64.b64encode(ca_bundle).decode("ascii") if ca_bundle is not None else None
     mutating: list[dict[str, Any]] = []
     validating: list[dict[str, Any]] = []
@@ -112,7 +134,7 @@ def render_webhook_configurations(
                 "clientConfig": dict(client),
                 "failurePolicy": failure_policy,
                 "matchPolicy": "Equivalent",
-                "namespaceSelector": selector,
+                "namespaceSelector": job_selector if endpoint.workload_kind else selector,
                 "objectSelector": object_selector,
                 "rules": [
                     {

@@ -1,9 +1,12 @@
 """Thin aiohttp routes: read the body, decode the AdmissionReview, ask one policy, encode the answer.
 
 A malformed review is HTTP 400 with the reason; a body over the API server's 3 MiB limit is 413 (aiohttp's
-``client_max_size``); a policy denial is HTTP 200 with ``allowed: false``. A bug in a policy never becomes a
-500: the request is refused (fail closed) with a message pointing at the logs. ``/healthz`` answers while the
-process runs; ``/readyz`` only once TLS serves and the cluster view is synced.
+``client_max_size``); a policy denial is HTTP 200 with ``allowed: false``. The path of an integration that is
+off (a webhook left registered from an earlier configuration) answers "allowed", unchanged: Turnstile manages
+nothing of that kind, so there is nothing to protect, while an error would block those objects (e.g. every pod
+of an admitted Job whose template carries a queue label). Any other unknown path is 404. A bug in a policy
+never becomes a 500: the request is refused (fail closed) with a message pointing at the logs. ``/healthz``
+answers while the process runs; ``/readyz`` only once TLS serves and the cluster view is synced.
 Must not: reach the API server, or hold policy logic.
 """
 
@@ -20,9 +23,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from webhook.admission import review
-from webhook.admission.endpoints import Endpoint, enabled
+from webhook.admission.endpoints import ENDPOINTS, Endpoint, enabled
 from webhook.admission.options import AdmissionOptions
-from webhook.admission.verdict import deny
+from webhook.admission.verdict import ALLOW, deny
 from webhook.admission.view import ClusterView
 
 log = logging.getLogger(__name__)
@@ -50,6 +53,18 @@ _JSON = "application/json"
 
 def _bad_request(reason: str) -> web.Response:
     return web.Response(status=400, body=orjson.dumps({"reason": reason}), content_type=_JSON)
+
+
+def _disabled(endpoint: Endpoint) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            decoded = review.decode(await request.read())
+        except review.MalformedReview as exc:
+            return _bad_request(exc.reason)
+        log.warning("%s called, but its integration %s is off: allowed unchanged", endpoint.path, endpoint.framework)
+        return web.Response(body=review.encode(decoded.uid, ALLOW, mutating=endpoint.mutating), content_type=_JSON)
+
+    return handle
 
 
 def _handler(endpoint: Endpoint) -> Handler:
@@ -121,8 +136,9 @@ def build_app(
     app[VIEW] = view
     app[OPTIONS] = options
     app[READINESS] = readiness if readiness is not None else Readiness()
-    for endpoint in enabled(options):
-        app.router.add_post(endpoint.path, _handler(endpoint))
+    on = enabled(options)
+    for endpoint in ENDPOINTS:
+        app.router.add_post(endpoint.path, _handler(endpoint) if endpoint in on else _disabled(endpoint))
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app

@@ -83,10 +83,11 @@ class ClusterQueue:
     flavor_fungibility: FlavorFungibility = FlavorFungibility()
     preemption: Preemption = Preemption()
     stop_policy: str = STOP_NONE
+    terminating: bool = False  # deleted, held by its finalizer while admitted workloads remain: admits nothing
 
     @property
     def active(self) -> bool:
-        return self.stop_policy == STOP_NONE
+        return self.stop_policy == STOP_NONE and not self.terminating
 
 
 def _one_of(value: str, allowed: tuple[str, ...], path: str) -> str:
@@ -187,4 +188,5 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
             (STOP_NONE, STOP_HOLD, STOP_HOLD_AND_DRAIN),
             "spec.stopPolicy",
         ),
+        terminating=meta.get("deletionTimestamp") is not None,
     )

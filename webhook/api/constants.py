@@ -61,6 +61,7 @@ REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"
 REASON_WAITING_FOR_PREEMPTED_WORKLOADS: Final = "WaitingForPreemptedWorkloads"
 REASON_MISCONFIGURED: Final = "Misconfigured"
 REASON_SUSPENDED: Final = "Suspended"
+REASON_INADMISSIBLE: Final = "Inadmissible"  # Kueue: the ClusterQueue is inactive (e.g. terminating)
 
 # Reasons of the Preempted condition on a victim.
 PREEMPTED_IN_CLUSTER_QUEUE: Final = "InClusterQueue"

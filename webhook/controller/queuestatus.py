@@ -193,6 +193,8 @@ class QueueStatusWriter:
 
 
 def _inactive(cq: ClusterQueue) -> tuple[str, str]:
+    if cq.terminating:  # Kueue's reason and message
+        return "Terminating", "Can't admit new workloads; clusterQueue is terminating"
     if not cq.active:
         return "Stopped", f"ClusterQueue is stopped (stopPolicy {cq.stop_policy})"
     return "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor"

@@ -2,7 +2,8 @@
 1. the job side (Workloads created, jobs released, stopped, finished: ``JobSync``),
 2. the Workload side (deactivation, maximum execution time, draining queues, orphans: ``WorkloadSync``),
 3. scheduling (``Admitter``: snapshot, ``core.schedule``, commit),
-4. ClusterQueue and LocalQueue status (``QueueStatusWriter``).
+4. ClusterQueue and LocalQueue status (``QueueStatusWriter``);
+5. deleted ClusterQueues and ResourceFlavors let go once unused (``QueueFinalizers``).
 
 The loop is level-triggered: each pass looks at everything in the cache, so a restarted leader (or one that
 missed a watch event) converges from whatever it finds. Writes are put into the cache as soon as the server
@@ -25,6 +26,7 @@ from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
 from webhook.controller.podsync import PodGroupSync
+from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.workloadsync import WorkloadSync
 from webhook.kube import errors
@@ -74,6 +76,7 @@ class Reconciler:
         self.workloads = WorkloadSync(kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready)
         self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)
         self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
+        self.finalizers = QueueFinalizers(kube, cache)
         self.passes = 0
         self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)
 
@@ -98,6 +101,10 @@ class Reconciler:
         wakes = await self._each(self._cache.workloads(), lambda wl: self.workloads.sync(wl, now))
         snapshot, _result = await self.admitter.run_pass(now)
         await self.queue_status.write(snapshot, now)
+        try:
+            await self.finalizers.sync()
+        except errors.KubeError as exc:
+            log.warning("queue finalizers: %s", exc)
         self.passes += 1
         due = [w for w in wakes if isinstance(w, datetime.datetime)]
         return min(due) if due else None

@@ -177,6 +177,8 @@ class _Pass:
     # -- resolution -------------------------------------------------------------------------------------
 
     def _inactive_reason(self, cq: ClusterQueue) -> tuple[str, str] | None:
+        if cq.terminating:
+            return constants.REASON_INADMISSIBLE, f"ClusterQueue {cq.name} is terminating"
         if not cq.active:
             return constants.REASON_SUSPENDED, f"ClusterQueue {cq.name} is stopped (stopPolicy {cq.stop_policy})"
         for group in cq.resource_groups:

@@ -124,3 +124,19 @@ async def test_every_review_is_observed_with_its_status(aiohttp_client: ClientFa
     await client.post("/mutate/batch/v1/jobs", data=io.BytesIO(b" " * (MAX_BODY_BYTES + 1)))
     await client.get("/healthz")
     assert seen == [("/mutate/batch/v1/jobs", 200), ("/mutate/batch/v1/jobs", 400), ("/mutate/batch/v1/jobs", 413)]
+
+
+async def test_a_path_of_an_integration_that_is_off_allows_unchanged(client: TestClient[Any, Any]) -> None:
+    # AdmissionOptions() has only batch/job on: a queue-labelled pod (a Job's pod) passes untouched.
+    pod = make_pod()
+    pod["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "q"
+    resp = await client.post("/mutate/v1/pods", data=orjson.dumps(review_body(pod)))
+    assert resp.status == 200
+    answer = (await resp.json())["response"]
+    assert answer["allowed"] is True
+    assert "patch" not in answer
+
+
+async def test_an_unknown_path_is_404(client: TestClient[Any, Any]) -> None:
+    resp = await client.post("/mutate/v1/secrets", data=orjson.dumps(review_body(make_pod())))
+    assert resp.status == 404

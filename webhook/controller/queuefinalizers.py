@@ -1,0 +1,82 @@
+"""Letting deleted ClusterQueues and ResourceFlavors go once nothing uses them (Kueue's deletion semantics).
+
+Both kinds get Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer when created (``queue_policy``), so a delete
+only marks them. Each pass:
+1. a terminating ClusterQueue (inactive: it admits nothing new) loses the finalizer once no Workload holds quota
+   in it;
+2. a terminating ResourceFlavor loses it once no ClusterQueue (terminating or not) lists it.
+Must not: decide admission; it only removes a finalizer whose reason is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
+from webhook.controller.cache import ClusterCache
+from webhook.jobs import workload as wl_life
+from webhook.kube import errors
+from webhook.kube.client import Kube
+from webhook.kube.objects import Object, key_of
+from webhook.kube.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, Resource
+from webhook.logs import object_fields
+
+log = logging.getLogger(__name__)
+
+
+def _terminating(obj: Mapping[str, Any]) -> bool:
+    meta = obj.get("metadata") or {}
+    return bool(meta.get("deletionTimestamp")) and RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or [])
+
+
+def flavors_of(cq: Mapping[str, Any]) -> set[str]:
+    return {
+        str(f.get("name"))
+        for group in (cq.get("spec") or {}).get("resourceGroups") or []
+        for f in group.get("flavors") or []
+    }
+
+
+class QueueFinalizers:
+    def __init__(self, kube: Kube, cache: ClusterCache) -> None:
+        self._kube = kube
+        self._cache = cache
+
+    async def sync(self) -> None:
+        cqs = self._cache.cluster_queues()
+        # 1. ClusterQueues with no quota held in them.
+        if any(_terminating(cq) for cq in cqs):
+            in_use = {
+                ((w.get("status") or {}).get("admission") or {}).get("clusterQueue")
+                for w in self._cache.workloads()
+                if wl_life.holds_quota(w)
+            }
+            for cq in cqs:
+                if _terminating(cq) and cq["metadata"]["name"] not in in_use:
+                    await self._release(CLUSTER_QUEUE, cq)
+        # 2. ResourceFlavors no ClusterQueue lists.
+        flavors = [f for f in self._cache.resource_flavors() if _terminating(f)]
+        if flavors:
+            used = set().union(*(flavors_of(cq) for cq in self._cache.cluster_queues()))
+            for flavor in flavors:
+                if flavor["metadata"]["name"] not in used:
+                    await self._release(RESOURCE_FLAVOR, flavor)
+
+    async def _release(self, resource: Resource, obj: Object) -> None:
+        meta = obj["metadata"]
+        body = dict(obj) | {
+            "metadata": dict(meta)
+            | {"finalizers": [f for f in meta.get("finalizers") or [] if f != RESOURCE_IN_USE_FINALIZER]}
+        }
+        try:
+            result = await self._kube.replace(resource, body)
+        except errors.NotFound:
+            self._cache.forget(resource, key_of(obj))
+            return
+        if (result.get("metadata") or {}).get("finalizers"):
+            self._cache.observe(resource, result)
+        else:
+            self._cache.forget(resource, key_of(obj))
+        log.info("no longer in use: finalizer removed, deletion proceeds", extra=object_fields(obj))
