@@ -158,8 +158,11 @@ class Sampler:
 
     client: LocalClient
     namespace: str
-    check: Callable[[ApiState], list[str]]
+    check: Callable[[Any], list[str]]
     interval: float = 0.15
+    # What one sample reads: by default the namespace's Jobs and Workloads (``read_state``); the chaos test reads
+    # a whole-cluster ``invariants.Snapshot`` instead.
+    read: Callable[[LocalClient, str], Any] = read_state
     samples: int = 0
     read_errors: int = 0
     problems: list[str] = field(default_factory=list)
@@ -186,7 +189,7 @@ class Sampler:
         while not self._stop.is_set():
             started = time.monotonic()
             try:
-                state = read_state(self.client, self.namespace)
+                state = self.read(self.client, self.namespace)
             except Exception:  # counted; the next sample tries again
                 self.read_errors += 1
             else:

@@ -6,11 +6,13 @@ at a seeded random pace through the API while the package's Turnstile process is
 restarted five times at seeded random moments (the seed is ``SEED``; a failure names it). A job "runs" for
 ``RUNTIME`` seconds: its pods are marked Succeeded that long after they appear.
 
-Every ~150 ms a sampler reads Jobs and Workloads from the API server at one resourceVersion (never Turnstile's
-cache) and checks:
+Every ~150 ms a sampler reads Jobs, Pods, Workloads and ClusterQueues from the API server at one resourceVersion
+(never Turnstile's cache) and checks the shared quota invariant (``invariants.violations``):
 - no ClusterQueue holds more than nominal + borrowingLimit, and no cohort more than its total nominal, per
   flavor and resource (quota held = ``status.admission`` set and not Finished);
-- no Job runs (``spec.suspend: false``, not finished) without a Workload that holds quota;
+- no Job runs (``spec.suspend: false``, not finished) without a Workload that holds quota, and no Job's live
+  pods are more, or ask for more, than its Workload's admission;
+and, on top of it:
 - an admission, once written, is never rewritten (another queue or flavor) nor dropped without the Workload
   finishing: nothing here preempts, so either would be a double admission.
 After the last restart every unfinished Job has a Workload that is admitted or pending with a reason, and in the
@@ -37,10 +39,9 @@ from tests.e2e.apistate import (
     condition,
     holds_quota,
     is_true,
-    job_running,
-    over_commit,
     read_state,
 )
+from tests.e2e.invariants import Snapshot, read_snapshot, violations
 from tests.e2e.kube import JSON, apply, cluster_queue, eventually, flavor, job, local_queue
 from webhook.jobs.naming import job_workload_name
 from webhook.localclient import ApiError, LocalClient
@@ -88,20 +89,21 @@ def client(cluster: LocalCluster) -> Iterator[LocalClient]:
 
 
 class AdmissionTracker:
-    """Sampler check: quota never over-committed, no unadmitted running Job, no admission rewritten or lost."""
+    """Sampler check: the quota invariant, and no admission rewritten or lost."""
 
-    def __init__(self, queues: list[QueueLimits]) -> None:
+    def __init__(self, queues: list[QueueLimits], namespace: str) -> None:
         self.queues = queues
+        self.namespace = namespace
         self.admissions: dict[str, str] = {}  # Workload uid -> its admission, as first seen
         self.borrowed: set[str] = set()
         self.peak_admitted = 0
 
-    def __call__(self, state: ApiState) -> list[str]:
-        problems = over_commit(self.queues, state.workloads)
-        self.borrowed |= borrowing(self.queues, state.workloads)
-        by_name = {w["metadata"]["name"]: w for w in state.workloads}
+    def __call__(self, snapshot: Snapshot) -> list[str]:
+        problems = violations(snapshot, [self.namespace])
+        workloads = [w for w in snapshot.workloads if w["metadata"]["namespace"] == self.namespace]
+        self.borrowed |= borrowing(self.queues, workloads)
         admitted = 0
-        for wl in state.workloads:
+        for wl in workloads:
             uid, name = wl["metadata"]["uid"], wl["metadata"]["name"]
             if holds_quota(wl):
                 admitted += 1
@@ -112,12 +114,6 @@ class AdmissionTracker:
             elif uid in self.admissions and not is_true(wl, "Finished"):
                 problems.append(f"{name}: lost its admission without finishing")
         self.peak_admitted = max(self.peak_admitted, admitted)
-        for j in state.jobs:
-            if not job_running(j):
-                continue
-            own = by_name.get(job_workload_name(j["metadata"]["namespace"], j["metadata"]["name"]))
-            if own is None or not holds_quota(own):
-                problems.append(f"job {j['metadata']['name']} runs without an admitted Workload")
         return problems
 
 
@@ -139,11 +135,11 @@ def test_kill_and_restart_while_jobs_flow(
     apply(cluster, flavor(on_demand), flavor(spot), *cqs)
     apply(cluster, *(local_queue(namespace, f"lq{q}", f"chaos-{suffix}-{q}") for q in range(QUEUES)))
     plan = make_plan(namespace, rng)
-    tracker = AdmissionTracker([QueueLimits.of(cq) for cq in cqs])
+    tracker = AdmissionTracker([QueueLimits.of(cq) for cq in cqs], namespace)
     stop = threading.Event()
     creator = Creator(LocalClient(cluster), namespace, plan)
     finisher = Finisher(LocalClient(cluster), namespace, stop)
-    sampler = Sampler(LocalClient(cluster), namespace, tracker)
+    sampler = Sampler(LocalClient(cluster), namespace, tracker, read=lambda client, _: read_snapshot(client))
     threads = [
         threading.Thread(target=creator.run, name="creator", daemon=True),
         threading.Thread(target=finisher.run, name="finisher", daemon=True),

@@ -278,7 +278,14 @@ SA_CASES = [
     pytest.param(["update", "leases.coordination.k8s.io", "-n", "kube-system"], False, id="no-kube-system-leases"),
     pytest.param(["update", "leases.coordination.k8s.io", "-n", "default"], False, id="no-other-leases"),
     pytest.param(["delete", "leases.coordination.k8s.io", "-n", SYSTEM_NS], False, id="no-lease-delete"),
-    pytest.param(["update", "clusterqueues.kueue.x-k8s.io"], False, id="no-quota-edits"),
+    # Removing resource-in-use from a deleted ClusterQueue or ResourceFlavor is an update (as for Kueue's manager);
+    # it may not create, patch or delete them.
+    pytest.param(["update", "clusterqueues.kueue.x-k8s.io"], True, id="clears-queue-finalizers"),
+    pytest.param(["patch", "clusterqueues.kueue.x-k8s.io"], False, id="no-queue-patch"),
+    pytest.param(["delete", "clusterqueues.kueue.x-k8s.io"], False, id="no-queue-delete"),
+    pytest.param(["create", "resourceflavors.kueue.x-k8s.io"], False, id="no-flavor-create"),
+    pytest.param(["watch", "limitranges", "-n", "team-a"], True, id="watch-limitranges"),
+    pytest.param(["watch", "runtimeclasses.node.k8s.io"], True, id="watch-runtimeclasses"),
     pytest.param(["create", "localqueues.kueue.x-k8s.io", "-n", "team-a"], False, id="no-localqueue-create"),
     pytest.param(["get", "configmaps", "-n", SYSTEM_NS], False, id="no-configmaps"),
     pytest.param(["patch", "mutatingwebhookconfigurations"], False, id="no-webhook-config-writes"),

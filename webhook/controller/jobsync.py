@@ -63,6 +63,12 @@ class JobSync:
     async def sync(self, job: Object, now: datetime.datetime) -> None:
         meta = job.get("metadata") or {}
         if meta.get("deletionTimestamp"):
+            # Deleted in the foreground, the Job waits for its Workload, which must not wait for the Job.
+            deleting = self._cache.workload(
+                meta.get("namespace", ""), job_workload_name(meta["namespace"], meta["name"])
+            )
+            if deleting is not None and (deleting.get("metadata") or {}).get("deletionTimestamp"):
+                await self._drop_finalizer(deleting)
             return
         done, succeeded, message = batch_job.finished(job)
         # 0. Slipped past the webhook unlabelled.
