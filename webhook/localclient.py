@@ -12,6 +12,7 @@ import http.client
 import ssl
 import threading
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -29,13 +30,17 @@ class ApiError(RuntimeError):
 
 
 class LocalClient:
-    def __init__(self, cluster: LocalCluster, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self, cluster: LocalCluster, *, timeout: float = 30.0, identity: tuple[Path, Path] | None = None
+    ) -> None:
+        """``identity``: (certificate, key) files of another user than the admin (e.g. a test's batch user)."""
         url = urllib.parse.urlsplit(cluster.server)
         self._host = url.hostname or "127.0.0.1"
         self._port = url.port or 443
         self._timeout = timeout
         self._context = ssl.create_default_context(cafile=str(cluster.pki_dir / "ca.crt"))
-        self._context.load_cert_chain(cluster.pki_dir / "admin.crt", cluster.pki_dir / "admin.key")
+        cert, key = identity or (cluster.pki_dir / "admin.crt", cluster.pki_dir / "admin.key")
+        self._context.load_cert_chain(cert, key)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._open: set[http.client.HTTPSConnection] = set()

@@ -40,7 +40,7 @@ from tests.e2e.kube import (
 )
 from tests.e2e.users import User, install_user_roles
 from webhook.jobs.naming import job_workload_name
-from webhook.localclient import LocalClient
+from webhook.localclient import ApiError, LocalClient
 from webhook.localcluster import LocalCluster
 from webhook.localturnstile import PROBE_NAMESPACE, LocalTurnstile
 
@@ -107,16 +107,24 @@ def env(cluster: LocalCluster, escapes_turnstile: LocalTurnstile, namespace: str
         local_queue(namespace, "q", cq),
     )
     client = LocalClient(cluster)
+    alice = User(cluster, "alice", namespace)
     try:
-        yield Env(cluster, namespace, cq, User(cluster, "alice", namespace), client)
+        yield Env(cluster, namespace, cq, alice, client)
     finally:
         client.close()
+        alice.api.close()
         cluster.kubectl("delete", "clusterqueue", cq, "--wait=false", check=False)
         cluster.kubectl("delete", "resourceflavor", f"{namespace}-f", "--wait=false", check=False)
 
 
 def _job(
-    env: Env, name: str, *, parallelism: int = 2, cpu: str | None = "1", priority_class: str | None = None
+    env: Env,
+    name: str,
+    *,
+    parallelism: int = 2,
+    completions: int | None = None,
+    cpu: str | None = "1",
+    priority_class: str | None = None,
 ) -> JSON:
     """A Job in queue ``q``; ``cpu=None``: its container states no requests at all."""
     body = job(
@@ -127,6 +135,8 @@ def _job(
         requests={"cpu": cpu or "1"},
         priority_class=priority_class,
     )
+    if completions is not None:
+        body["spec"]["completions"] = completions
     if cpu is None:
         del body["spec"]["template"]["spec"]["containers"][0]["resources"]
     return body
@@ -137,7 +147,7 @@ def _job(
 
 def test_row1_raising_parallelism_of_a_running_job_is_refused(env: Env) -> None:
     with env.watch() as watch:
-        env.alice.create(_job(env, "wide"))
+        env.alice.create(_job(env, "wide", completions=12))  # 2 at a time of 12
         env.running("wide", 2)
         error = env.alice.refused("patch", "job", "wide", "--type=merge", "-p", '{"spec":{"parallelism":6}}')
         assert "would run beyond the quota" in error
@@ -156,16 +166,23 @@ def test_row2_bigger_pods_after_a_suspend_are_queued_again_not_run(env: Env) -> 
     with env.watch() as watch:
         env.alice.create(_job(env, "grow"))
         env.running("grow", 2)
-        # Suspend and raise the pods' requests (Kubernetes 1.36 allows it for a suspended Job). Turnstile may
-        # release the job again between the two, so the user repeats until the change lands, as a person would.
+        # Suspend and raise the pods' requests (Kubernetes 1.36 allows it for a suspended Job). Turnstile releases
+        # an admitted job a user suspended (as Kueue does), so the two requests go straight after each other, and
+        # the user repeats until the change lands in between.
+        path = f"/apis/batch/v1/namespaces/{env.namespace}/jobs/grow"
         bigger = {
             "spec": {"template": {"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "3"}}}]}}}
         }
+        refusals: list[str] = []
 
         def suspended_and_grown() -> bool:
-            env.alice.patch("job", "grow", {"spec": {"suspend": True}}, check=False)
-            done = env.alice.kubectl("patch", "job", "grow", "-p", json.dumps(bigger), check=False)
-            return done.returncode == 0
+            env.alice.api.merge_patch(path, {"spec": {"suspend": True}})
+            try:
+                env.alice.api.request("PATCH", path, bigger, content_type="application/strategic-merge-patch+json")
+            except ApiError as exc:
+                refusals.append(str(exc)[-300:])
+                return False
+            return True
 
         eventually(suspended_and_grown, timeout=30, what="the requests to change while suspended")
         # Resuming on the old admission is refused; the job is queued again with its new shape (2 x 3 CPU on a
@@ -443,6 +460,7 @@ def test_unmanaged_namespaces_do_not_depend_on_turnstile(
     # ``namespace`` is not opted in: Turnstile does not manage it, so its webhooks must not select it.
     alice = User(cluster, "alice", namespace)
     labelled = job(namespace, "elsewhere", queue="q")
+    alice.api.close()
     escapes_turnstile.kill()
     try:
         created = alice.create(labelled)  # the fail-closed webhook would refuse it, were it selected
