@@ -363,17 +363,19 @@ def test_row8_an_unlabelled_job_created_while_turnstile_is_down_is_queued_once_i
         eventually(lambda: env.live_pods("sneaky"), what="the job to start its pods outside any quota")
     finally:
         escapes_turnstile.start()
-    # While Turnstile was down the job ran outside every quota (unlabelled objects fail open, by design); once
-    # it is back, the job is suspended and queued, and from then on the invariant holds.
+    # While Turnstile was down the job ran outside every quota (unlabelled objects fail open, by design). Once
+    # it is back, the job is suspended and queued; once the pods it started are gone, the invariant holds again
+    # and keeps holding: 6 CPU never fit the queue's 4, so it never runs again.
     adopted = eventually(
         lambda: (j := get(env.cluster, "job", "sneaky", env.namespace))["spec"]["suspend"] is True and j,
         what="the job to be suspended",
     )
     assert adopted["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    eventually(lambda: env.live_pods("sneaky") == [], what="the pods it started to go")
     with env.watch() as watch:
-        queued = waiting(env.cluster, env.namespace, "sneaky", text="")
+        queued = waiting(env.cluster, env.namespace, "sneaky", text="needs 6")
         assert queued["spec"]["queueName"] == "default"
-        eventually(lambda: env.live_pods("sneaky") == [], what="the pods it started to go")
+        assert get(env.cluster, "job", "sneaky", env.namespace)["spec"]["suspend"] is True
     watch.assert_held()
 
 
