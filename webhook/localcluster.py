@@ -571,6 +571,7 @@ def cli_up(state_dir: Path, *, with_turnstile: bool = False, nodes: str = localn
     except ClusterError as exc:
         print(f"turnstile cluster up: {exc}", file=sys.stderr)
         return 1
+    ready_after = time.monotonic() - started
     if with_turnstile:
         from webhook.localturnstile import LocalTurnstile
 
@@ -590,7 +591,7 @@ def cli_up(state_dir: Path, *, with_turnstile: bool = False, nodes: str = localn
     if state.nodes:
         print(
             f"{len(state.nodes)} simulated nodes Ready (kwok, profile {state.node_profile}): {', '.join(state.nodes)};"
-            f" kube-scheduler places the pods. Ready in {time.monotonic() - started:.1f}s."
+            f" kube-scheduler places the pods. Cluster ready in {ready_after:.1f}s."
         )
     print(f"Processes: {', '.join(f'{n} (pid {p})' for n, p in state.pids.items())}; logs in {state_dir}/logs/.")
     print("Use it with:")
