@@ -17,10 +17,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Builds etcd, kube-apiserver, kube-controller-manager and kubectl from Go modules into ~/.cache/turnstile/
-# (tens of minutes cold, a second warm).
+# Builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from Go modules into
+# ~/.cache/turnstile/ (tens of minutes cold, a second warm), and kwok (simulated nodes) into a cache of its own.
 controlplane:
 	bash hack/build-control-plane.sh
+	bash hack/build-kwok.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check webhook tests bench

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# `make demo`: a local control plane, Turnstile in front of it, sample queues, three jobs: two fit, one waits
-# with its reason; one finishes and the waiting one starts.
+# `make demo`: a local control plane with simulated nodes (kube-scheduler + kwok, hack/nodes/default.yaml),
+# Turnstile in front of it, sample queues, four jobs: two GPU jobs fit, a CPU job spills over to spot nodes, a
+# third GPU job waits with its reason; the first finishes after its run time and the waiting one starts. Nothing
+# plays the kubelet by hand: the scheduler binds the pods and kwok runs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TURNSTILE=.venv/bin/turnstile
@@ -14,18 +16,18 @@ wait_for() {  # wait_for <seconds> <description> <command...>
   echo "timed out waiting for $what" >&2; return 1
 }
 suspended() { [ "$(kubectl get job "$1" -o jsonpath='{.spec.suspend}')" = "$2" ]; }
-finish() {  # act as the kubelet: the job's pods succeed, the Job controller completes the Job
-  for pod in $(kubectl get pods -l "job-name=$1" -o name); do
-    kubectl patch "$pod" --subresource=status --type=merge -p '{"status":{"phase":"Succeeded"}}' >/dev/null
-  done
+running() {  # running <job> <pods>: that many pods of the job are Running (bound by the scheduler, run by kwok)
+  [ "$(kubectl get pods -l "job-name=$1" --field-selector=status.phase=Running -o name | wc -l)" -eq "$2" ]
 }
+pods_wide() { kubectl get pods -o wide --sort-by=.metadata.name; }
 
 if $TURNSTILE cluster status >/dev/null 2>&1; then
   step "A demo cluster is already running: starting afresh"
   $TURNSTILE cluster down
 fi
-step "Starting kube-apiserver + etcd + kube-controller-manager, and Turnstile in front of them"
-$TURNSTILE cluster up --with-turnstile
+step "Starting kube-apiserver + etcd + kube-controller-manager + kube-scheduler, kwok's nodes, and Turnstile"
+$TURNSTILE cluster up --with-turnstile --nodes default
+kubectl get nodes -o custom-columns='NODE:.metadata.name,INSTANCE-TYPE:.metadata.labels.instance-type,CPU:.status.capacity.cpu,MEMORY:.status.capacity.memory,GPU:.status.capacity.nvidia\.com/gpu,TAINT:.spec.taints[*].key,READY:.status.conditions[?(@.type=="Ready")].status'
 
 step "Applying the sample ResourceFlavors, ClusterQueue, LocalQueue and WorkloadPriorityClass"
 kubectl apply --server-side -k manifests/samples/
@@ -35,6 +37,17 @@ step "Creating train-a (4 GPUs) and train-b (3 GPUs) on a queue with 8 GPUs (kub
 kubectl create -f hack/demo-jobs.yaml -l 'demo-order=first'
 two_started() { suspended train-a false && suspended train-b false; }
 wait_for 30 "train-a and train-b to start" two_started
+wait_for 60 "their pods to run" eval 'running train-a 4 && running train-b 3'
+echo "Their pods, placed by kube-scheduler on the GPU nodes (flavor on-demand for CPU, default-flavor for GPUs):"
+pods_wide
+
+step "Creating preprocess (4 x 8 CPU): on-demand has 26 CPU left, so it is admitted on spot"
+kubectl create -f hack/demo-jobs.yaml -l 'demo-order=cpu'
+wait_for 30 "preprocess to start" suspended preprocess false
+wait_for 60 "its pods to run" running preprocess 4
+kubectl get job preprocess -o custom-columns='JOB:.metadata.name,NODE-SELECTOR:.spec.template.spec.nodeSelector,TOLERATIONS:.spec.template.spec.tolerations[*].key'
+echo "Its pods run on the tainted spot nodes, which only the spot flavor's toleration lets them onto:"
+kubectl get pods -l job-name=preprocess -o wide
 
 step "Creating train-c (4 GPUs): only 1 GPU is free"
 kubectl create -f hack/demo-jobs.yaml -l 'demo-order=second'
@@ -47,14 +60,14 @@ $TURNSTILE why train-c -n default --kubeconfig "$KUBECONFIG"
 echo
 kubectl get events --field-selector involvedObject.name=train-c -o custom-columns=REASON:.reason,MESSAGE:.message
 
-step "train-a finishes (the demo plays the kubelet: its pods succeed), so its 4 GPUs are free"
-pods_of_a() { [ "$(kubectl get pods -l job-name=train-a -o name | wc -l)" -eq 4 ]; }
-wait_for 30 "train-a's pods" pods_of_a
-finish train-a
-wait_for 60 "train-c to start" suspended train-c false
+step "train-a's pods succeed after their run time (annotation turnstile.x-k8s.io/run-time: 30s), so its 4 GPUs are free"
+wait_for 90 "train-c to start" suspended train-c false
+wait_for 60 "train-c's pods to run" running train-c 4
 kubectl get jobs -o custom-columns=JOB:.metadata.name,SUSPENDED:.spec.suspend,COMPLETIONS:.status.succeeded
 kubectl get workloads.kueue.x-k8s.io
 $TURNSTILE queues --kubeconfig "$KUBECONFIG"
+echo "Every admitted job's pods on nodes of its flavor (train-a's have Completed):"
+pods_wide
 
 step "Done"
 cat <<MSG
@@ -62,5 +75,6 @@ Turnstile keeps running with the cluster. Try:
   export KUBECONFIG=$KUBECONFIG
   $TURNSTILE workloads -A
   $BIN_DIR/kubectl describe job train-b
+  $BIN_DIR/kubectl get pods -o wide -w
 Logs: .turnstile/logs/ and .turnstile/turnstile/turnstile.log.  Stop everything with: make demo-down
 MSG

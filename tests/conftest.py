@@ -1,6 +1,8 @@
 """The real control plane every integration and end-to-end test shares: etcd + kube-apiserver from Go modules.
 
-The session fixture starts it once (CRDs installed) and stops it at the end. It never skips: when the binaries
+The session fixture starts it once (CRDs installed) and stops it at the end. It is bare on purpose: no
+kube-scheduler and no nodes, so the tests that play the kubelet (patching pod status) own their pods alone;
+tests/e2e/test_placement.py starts its own cluster with kwok's simulated nodes. It never skips: when the binaries
 are missing it builds them, and when that fails the tests fail with the reason.
 """
 

@@ -16,7 +16,7 @@ def _cluster(args: argparse.Namespace) -> int:
     from webhook import localcluster
 
     if args.action == "up":
-        return localcluster.cli_up(Path(args.state_dir), with_turnstile=args.with_turnstile)
+        return localcluster.cli_up(Path(args.state_dir), with_turnstile=args.with_turnstile, nodes=args.nodes)
     if args.action == "down":
         return localcluster.cli_down(Path(args.state_dir))
     return localcluster.cli_status(Path(args.state_dir))
@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--with-turnstile",
         action="store_true",
         help="also run `turnstile run` against it and register its webhooks (url clientConfig + caBundle)",
+    )
+    cluster.add_argument(
+        "--nodes",
+        default="default",
+        metavar="PROFILE",
+        help="simulated nodes (kube-scheduler + kwok): a profile name in hack/nodes/, a profile file, or `none` "
+        "for the bare control plane (default: default)",
     )
     cluster.set_defaults(func=_cluster)
 

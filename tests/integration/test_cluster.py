@@ -57,6 +57,13 @@ def test_cli_up_twice_then_down(cluster: LocalCluster, tmp_path: Path) -> None:
         assert other.kubectl("get", "clusterqueues").returncode == 0
         pids = list(other.state.pids.values()) if other.state else []
         assert pids
+        # The default node profile: kube-scheduler and kwok run, and `up` returned with every node Ready.
+        assert other.state is not None
+        assert {"kube-scheduler", "kwok"} <= set(other.state.pids)
+        ready_of = 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}'
+        ready = other.kubectl("get", "nodes", "-o", ready_of).stdout.split()
+        assert ready == ["True"] * len(other.state.nodes)
+        assert len(other.state.nodes) == 7
     finally:
         down = _turnstile("cluster", "down", "--state-dir", str(state))
     assert down.returncode == 0, down.stderr

@@ -58,9 +58,14 @@ def finished(job: Mapping[str, Any]) -> tuple[bool, bool, str]:
 
 
 def pods_ready(job: Mapping[str, Any]) -> bool:
-    """All the pods it runs at once are ready or already succeeded (Kueue's PodsReady for a batch Job)."""
+    """All the pods it runs at once are ready or already succeeded (Kueue's PodsReady for a batch Job).
+
+    Pods that succeeded but that the Job controller has not counted yet (``uncountedTerminatedPods``, between
+    its two status writes) count as succeeded: otherwise every Job would look not ready for a moment as it ends.
+    """
     status = job.get("status") or {}
-    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) >= pod_count(job)
+    uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or [])
+    return int(status.get("ready") or 0) + int(status.get("succeeded") or 0) + uncounted >= pod_count(job)
 
 
 def pod_count(job: Mapping[str, Any]) -> int:

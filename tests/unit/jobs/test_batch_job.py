@@ -136,3 +136,19 @@ def test_stopping_lasts_from_suspend_to_restore() -> None:
     stopping = batch_job.suspended(job)
     assert batch_job.is_stopping(stopping)
     assert not batch_job.is_stopping(batch_job.restored(stopping, {"spec": {"podSets": batch_job.podsets(job)}}))
+
+
+@pytest.mark.parametrize(
+    ("status", "ready"),
+    [
+        pytest.param({"ready": 3}, True, id="all-ready"),
+        pytest.param({"ready": 2}, False, id="one-not-ready"),
+        pytest.param({"ready": 1, "succeeded": 2}, True, id="ready-or-succeeded"),
+        # Between the Job controller's two writes as pods end: no longer ready, not yet counted as succeeded.
+        pytest.param({"ready": 0, "uncountedTerminatedPods": {"succeeded": ["a", "b", "c"]}}, True, id="uncounted"),
+        pytest.param({"ready": 0, "uncountedTerminatedPods": {"failed": ["a", "b", "c"]}}, False, id="failed"),
+    ],
+)
+def test_pods_ready(status: dict[str, object], ready: bool) -> None:
+    job = make_job(parallelism=3) | {"status": status}
+    assert batch_job.pods_ready(job) is ready
