@@ -25,6 +25,13 @@ have() { buildah inspect --type image "$1" >/dev/null 2>&1; }
 if have "$RUNTIME" && have "$BUILDER"; then
   echo "$RUNTIME $BUILDER"; exit 0
 fi
+# One build at a time per key (worktrees and CI share the cache); a second one waits, then finds it done.
+mkdir -p "$(dirname "$CACHE")"
+exec 9>"$CACHE.lock"
+flock 9
+if have "$RUNTIME" && have "$BUILDER"; then
+  echo "$RUNTIME $BUILDER"; exit 0
+fi
 
 start=$(date +%s)
 if [ ! -f "$CACHE/.stamp" ]; then

@@ -34,7 +34,7 @@ Obj = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
+def image() -> Iterator[str]:
     """``make image``'s build (seconds when its layers are cached); its name is the script's last line."""
     if shutil.which("buildah") is None or shutil.which("debootstrap") is None:
         if os.environ.get("CI"):
@@ -42,11 +42,21 @@ def image() -> str:
                 "buildah or debootstrap is missing: .ci/run installs both (apt-get install buildah debootstrap)"
             )
         pytest.skip("buildah/debootstrap not installed (apt-get install -y buildah debootstrap)")
+    # A tag of this run's own: another checkout building at the same time cannot swap the image under the test.
+    tag = f"localhost/turnstile:{VERSION}-test-{os.getpid()}"
     done = subprocess.run(
-        ["bash", "hack/image/build.sh"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+        ["bash", "hack/image/build.sh"],
+        cwd=ROOT,
+        env=os.environ | {"TURNSTILE_IMAGE": tag},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip().splitlines()[-1]
+    assert done.stdout.strip().splitlines()[-1] == tag
+    yield tag
+    buildah("rmi", tag, check=False)  # the tag only: the layers stay cached for the next build
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +91,13 @@ def containerised(
     try:
         yield local
     finally:
-        local.unregister()
-        local.stop()
-        if local.log_file.exists() and local.process is not None and local.process.returncode not in (0, None):
-            print(local.log_file.read_text()[-5000:])
-        local.remove()
+        try:
+            local.unregister()
+            local.stop()
+            if local.log_file.exists() and local.process is not None and local.process.returncode not in (0, None):
+                print(local.log_file.read_text()[-5000:])
+        finally:
+            local.remove()  # the working container, whatever happened
 
 
 def test_image_metadata(image: str) -> None:
