@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: all venv controlplane lint typecheck unit integration test demo demo-down bench clean
+.PHONY: all venv controlplane lint typecheck unit integration test demo demo-down bench clean image helm
 
 all: test
 
@@ -53,3 +53,12 @@ bench: $(STAMP)
 clean:
 	-$(BIN)/turnstile cluster down
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# The container image with buildah (no daemon), on a base made from Debian's packages (debootstrap); the base is
+# cached in ~/.cache/turnstile/image/ and the layers in buildah's storage. Needs: apt-get install buildah debootstrap.
+image:
+	bash hack/image/build.sh
+
+# helm, built from its Go module into ~/.cache/turnstile/ (Debian bookworm does not package it).
+helm:
+	bash hack/build-helm.sh

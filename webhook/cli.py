@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 
 
@@ -69,6 +70,8 @@ def _certs(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="turnstile", description=__doc__.splitlines()[0])
+    # The installed distribution's version (the image's label and the chart's appVersion say the same).
+    parser.add_argument("--version", action="version", version=f"%(prog)s {metadata.version('turnstile')}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     cluster = sub.add_parser("cluster", help="a local kube-apiserver + etcd for development and tests")
