@@ -48,7 +48,7 @@ def _certs(args: argparse.Namespace) -> int:
     import yaml
 
     from webhook import tls
-    from webhook.admission import registration
+    from webhook.admission import conversionconfig, registration
 
     directory = Path(args.dir)
     hosts = args.host or tls.default_hosts(args.service, args.namespace)
@@ -61,6 +61,10 @@ def _certs(args: argparse.Namespace) -> int:
         configs = registration.render_webhook_configurations(ca_bundle=written.ca_pem, service=service)
         target.mkdir(parents=True, exist_ok=True)
         (target / "webhooks.yaml").write_text(yaml.safe_dump_all(configs, sort_keys=False))
+        # The CRDs' conversion webhook trusts the same CA (a kustomize Component patches them in the overlay).
+        crd_patches = conversionconfig.crd_patches(ca_bundle=written.ca_pem, namespace=args.namespace)
+        (target / "crd-conversion").mkdir(exist_ok=True)
+        (target / "crd-conversion" / "cabundle.yaml").write_text(yaml.safe_dump_all(crd_patches, sort_keys=False))
         (target / "tls.crt").write_bytes(written.cert_file.read_bytes())
         (target / "tls.key").touch(mode=0o600)
         (target / "tls.key").write_bytes(written.key_file.read_bytes())

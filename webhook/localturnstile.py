@@ -2,8 +2,9 @@
 
 Backs ``turnstile cluster up --with-turnstile`` (the demo) and the end-to-end tests: writes a webhook serving
 certificate for 127.0.0.1, a kubeconfig with Turnstile's own identity, a configuration file; starts
-``turnstile run``; registers the webhook configurations with a url-based clientConfig and the caBundle; and
-waits until the API server really calls the webhook (a dry-run Job comes back suspended).
+``turnstile run``; registers the webhook configurations, and the conversion webhook of the CRDs that need one,
+with a url-based clientConfig and the caBundle; and waits until the API server really calls them (a dry-run Job
+comes back suspended, a dry-run v1beta1 LocalQueue is converted).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from webhook.admission.conversionconfig import CONVERTED_CRDS, conversion_patch
 from webhook.admission.registration import (
     default_namespace_selector,
     namespace_selector_for,
@@ -104,6 +106,9 @@ class LocalTurnstile:
         )
         log.close()
         self.ca_pem = certs.ca_pem
+        if register:
+            # Before readiness: the cache sync it waits for may itself need conversion (objects stored as v1beta1).
+            self.register_conversion(certs.ca_pem)
         self._wait_ready(certs.ca_pem, timeout)
         if register:
             self.register(certs.ca_pem)
@@ -125,8 +130,15 @@ class LocalTurnstile:
         )
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(mutating))
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(validating))
+        self.register_conversion(ca_pem)
         if timeout is not None:
             self._wait_effective(timeout)
+
+    def register_conversion(self, ca_pem: bytes) -> None:
+        """Points the conversion webhook of the CRDs whose versions differ at this process."""
+        conversion = json.dumps(conversion_patch(ca_bundle=ca_pem, url=f"https://127.0.0.1:{self.port}"))
+        for crd in CONVERTED_CRDS:
+            self.cluster.kubectl("patch", "crd", crd, "--type=merge", "-p", conversion)
 
     def unregister(self) -> None:
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
@@ -185,12 +197,26 @@ class LocalTurnstile:
                 }
             },
         }
+        # Storing a v1beta1 LocalQueue needs its conversion to v1beta2, so only a working /convert lets it through.
+        converted = {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "probe", "namespace": PROBE_NAMESPACE},
+            "spec": {"clusterQueue": "probe"},
+        }
         deadline = time.monotonic() + timeout
+        mutated = False
         while time.monotonic() < deadline:
-            done = self.cluster.kubectl(
-                "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
-            )
-            if done.returncode == 0 and json.loads(done.stdout)["spec"].get("suspend") is True:
-                return
+            if not mutated:
+                done = self.cluster.kubectl(
+                    "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
+                )
+                mutated = done.returncode == 0 and json.loads(done.stdout)["spec"].get("suspend") is True
+            if mutated:
+                done = self.cluster.kubectl(
+                    "create", "--dry-run=server", "-o", "name", "-f", "-", input=json.dumps(converted), check=False
+                )
+                if done.returncode == 0:
+                    return
             time.sleep(0.3)
         raise ClusterError(f"the API server did not call the webhook within {timeout:.0f}s; see {self.log_file}")

@@ -101,8 +101,12 @@ class WebhookCertificates:
 
 
 def default_hosts(service: str = "turnstile-webhook-service", namespace: str = "turnstile-system") -> list[str]:
-    """Loopback (a ``turnstile serve`` on the host) and the in-cluster Service names."""
-    return ["127.0.0.1", "localhost", f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"]
+    """Loopback (a ``turnstile serve`` on the host) and the in-cluster names of the webhook Service and of the
+    conversion Service (same pods, published before they are Ready; see manifests/webhook/service)."""
+    names = [
+        f"{s}.{namespace}.svc{d}" for s in (service, "turnstile-conversion-service") for d in ("", ".cluster.local")
+    ]
+    return ["127.0.0.1", "localhost", *names]
 
 
 def issue_webhook_certificates(directory: Path, hosts: list[str], *, renew_ca: bool = False) -> WebhookCertificates:

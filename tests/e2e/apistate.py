@@ -19,7 +19,7 @@ from webhook.localclient import LocalClient
 
 JSON = dict[str, Any]
 FlavorResource = tuple[str, str]
-WORKLOADS = "/apis/kueue.x-k8s.io/v1beta1/namespaces/{ns}/workloads"
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/workloads"
 JOBS = "/apis/batch/v1/namespaces/{ns}/jobs"
 
 
@@ -97,7 +97,7 @@ class QueueLimits:
                     nominal[key] = parse_quantity(quota["nominalQuota"])
                     limit = quota.get("borrowingLimit")
                     borrowing[key] = None if limit is None else parse_quantity(limit)
-        return cls(cq["metadata"]["name"], spec.get("cohort"), nominal, borrowing)
+        return cls(cq["metadata"]["name"], spec.get("cohortName"), nominal, borrowing)
 
 
 def held_by_queue(workloads: Iterable[Mapping[str, Any]]) -> dict[str, dict[FlavorResource, Quantity]]:

@@ -33,8 +33,8 @@ JSON = dict[str, Any]
 _PATHS = {
     "jobs": "/apis/batch/v1/jobs",
     "pods": "/api/v1/pods",
-    "workloads": "/apis/kueue.x-k8s.io/v1beta1/workloads",
-    "clusterqueues": "/apis/kueue.x-k8s.io/v1beta1/clusterqueues",
+    "workloads": "/apis/kueue.x-k8s.io/v1beta2/workloads",
+    "clusterqueues": "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
 }
 
 

@@ -19,7 +19,7 @@ def flavor(name: str, *, node_labels: dict[str, str] | None = None, tolerations:
         spec["nodeLabels"] = node_labels
     if tolerations:
         spec["tolerations"] = tolerations
-    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
 
 
 def cluster_queue(
@@ -50,17 +50,17 @@ def cluster_queue(
     }
     spec: JSON = {"namespaceSelector": {}, "queueingStrategy": strategy, "resourceGroups": [group]}
     if cohort:
-        spec["cohort"] = cohort
+        spec["cohortName"] = cohort
     if preemption:
         spec["preemption"] = preemption
     if stop_policy:
         spec["stopPolicy"] = stop_policy
-    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
 def priority_class(name: str, value: int) -> JSON:
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "WorkloadPriorityClass",
         "metadata": {"name": name},
         "value": value,
@@ -70,7 +70,7 @@ def priority_class(name: str, value: int) -> JSON:
 
 def local_queue(namespace: str, name: str, cq: str) -> JSON:
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "LocalQueue",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"clusterQueue": cq},

@@ -397,7 +397,7 @@ def test_row9_the_priority_class_label_changes_the_workloads_priority(env: Env) 
                 what="the Workload to take the new class's priority",
             )
             wl = workload_of(env.cluster, env.namespace, "climber") or {}
-            assert wl["spec"]["priorityClassName"] == high
+            assert wl["spec"]["priorityClassRef"]["name"] == high
             assert len(env.live_pods("climber")) == 2  # still running on its admission
         watch.assert_held()
     finally:

@@ -1,9 +1,10 @@
-"""Our kueue.x-k8s.io/v1beta1 CRDs, checked against the real kube-apiserver.
+"""Our kueue.x-k8s.io CRDs at v1beta2 (the stored version), checked against the real kube-apiserver.
 
 They install and are Established; every sample applies; the API server fills in Kueue's defaults; and the schema
 (OpenAPI limits, enums, patterns and CEL rules) refuses what Kueue's API refuses, with a message a person can read.
 Invalid objects are sent with `--dry-run=server`, so they go through the whole validation path and leave nothing
-behind; objects that must really exist (immutability rules, printer columns) are deleted afterwards.
+behind; objects that must really exist (immutability rules, printer columns) are deleted afterwards. No
+Turnstile runs here, so v1beta1 (served through our conversion webhook) is covered by test_crds_v1beta1.py.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "manifests" / "crds"
 SAMPLES_DIR = REPO_ROOT / "manifests" / "samples"
 GROUP = "kueue.x-k8s.io"
-API_VERSION = f"{GROUP}/v1beta1"
+API_VERSION = f"{GROUP}/v1beta2"
 
 Manifest = dict[str, Any]
 
@@ -71,7 +72,7 @@ def cluster_queue(
 ) -> Manifest:
     body: Manifest = {"namespaceSelector": {}, "resourceGroups": [cpu_memory_group()] if groups is None else groups}
     if cohort is not None:
-        body["cohort"] = cohort
+        body["cohortName"] = cohort
     body.update(spec)
     return {"apiVersion": API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": body}
 
@@ -215,9 +216,45 @@ def test_crd_is_established_with_kueue_names(
     assert conditions.get("NamesAccepted") == "True"
     assert crd["spec"]["scope"] == scope
     assert crd["status"]["acceptedNames"]["shortNames"] == short_names
-    [version] = crd["spec"]["versions"]
-    assert (version["name"], version["served"], version["storage"]) == ("v1beta1", True, True)
-    assert ("status" in version.get("subresources", {})) is has_status
+    v1beta2, v1beta1 = crd["spec"]["versions"]
+    assert (v1beta2["name"], v1beta2["served"], v1beta2["storage"]) == ("v1beta2", True, True)
+    assert (v1beta1["name"], v1beta1["served"], v1beta1["storage"], v1beta1["deprecated"]) == (
+        "v1beta1",
+        True,
+        False,
+        True,
+    )
+    assert "use kueue.x-k8s.io/v1beta2" in v1beta1["deprecationWarning"]
+    assert ("status" in v1beta2.get("subresources", {})) is has_status
+    assert ("status" in v1beta1.get("subresources", {})) is has_status
+
+
+@pytest.mark.parametrize(
+    ("plural", "strategy"),
+    [
+        pytest.param("resourceflavors", "None", id="resourceflavor"),
+        pytest.param("clusterqueues", "Webhook", id="clusterqueue"),
+        pytest.param("localqueues", "Webhook", id="localqueue"),
+        pytest.param("workloads", "Webhook", id="workload"),
+        pytest.param("workloadpriorityclasses", "None", id="workloadpriorityclass"),
+    ],
+)
+def test_crds_whose_versions_differ_convert_through_our_webhook(
+    cluster: LocalCluster, plural: str, strategy: str
+) -> None:
+    crd = yaml.safe_load((CRD_DIR / f"{plural}.yaml").read_text())
+
+    conversion = crd["spec"].get("conversion", {"strategy": "None"})
+
+    assert conversion["strategy"] == strategy
+    if strategy == "Webhook":
+        assert conversion["webhook"]["conversionReviewVersions"] == ["v1"]
+        assert conversion["webhook"]["clientConfig"]["service"] == {
+            "namespace": "turnstile-system",
+            "name": "turnstile-conversion-service",
+            "path": "/convert",
+            "port": 443,
+        }
 
 
 def test_crd_kustomization_builds_all_five(cluster: LocalCluster) -> None:
@@ -255,7 +292,7 @@ def test_sample_queue_objects_and_workload_apply_and_reapply_unchanged(cluster: 
         cluster.kubectl("apply", "--server-side", *workload_file)
 
         cq = json.loads(cluster.kubectl("get", "clusterqueue", "cluster-queue", "-o", "json").stdout)
-        assert cq["spec"]["cohort"] == "research"
+        assert cq["spec"]["cohortName"] == "research"
         assert cq["spec"]["namespaceSelector"] == {}
         assert [g["coveredResources"] for g in cq["spec"]["resourceGroups"]] == [["cpu", "memory"], ["nvidia.com/gpu"]]
         lq = json.loads(cluster.kubectl("get", "localqueue", "user-queue", "-n", "default", "-o", "json").stdout)
@@ -273,7 +310,11 @@ def test_sample_queue_objects_and_workload_apply_and_reapply_unchanged(cluster: 
         assert requests == {"nvidia.com/gpu": 1, "cpu": "8", "memory": "16Gi"}
         # Fields our schema does not type are kept as written (preserve-unknown-fields).
         assert workers["template"]["spec"]["containers"][0]["args"] == ["pause"]
-        assert wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+        assert wl["spec"]["priorityClassRef"] == {
+            "group": "kueue.x-k8s.io",
+            "kind": "WorkloadPriorityClass",
+            "name": "high-priority",
+        }
         assert (wl["spec"]["priority"], wl["spec"]["maximumExecutionTimeSeconds"]) == (10000, 7200)
 
         generation = wl["metadata"]["generation"]
@@ -315,7 +356,7 @@ def test_workload_defaults(cluster: LocalCluster) -> None:
     [only] = spec["podSets"]
     assert (only["name"], only["count"]) == ("main", 1)
     assert spec["active"] is True
-    assert spec["priorityClassSource"] == ""
+    assert "priorityClassRef" not in spec  # v1beta1's priorityClassSource default is gone with the field
 
 
 def test_cluster_queue_without_spec_gets_the_defaults(cluster: LocalCluster) -> None:
@@ -397,7 +438,29 @@ VALID = [
     pytest.param(workload(), id="workload"),
     pytest.param(workload(pod_sets=_pod_sets(18)), id="workload-18-podsets"),
     pytest.param(workload(pod_sets=[pod_set(count=3, minCount=3)]), id="workload-mincount-equal-count"),
-    pytest.param(workload(priorityClassName="high", priority=5, maximumExecutionTimeSeconds=1), id="workload-priority"),
+    pytest.param(
+        workload(
+            priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+            priority=5,
+            maximumExecutionTimeSeconds=1,
+        ),
+        id="workload-priority",
+    ),
+    pytest.param(
+        workload(
+            priorityClassRef={"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "system-node-critical"},
+            priority=5,
+            preemptionGates=[{"name": "example.com/gate"}],
+        ),
+        id="workload-pod-priority-class-and-gate",
+    ),
+    pytest.param(
+        cluster_queue(
+            admissionChecksStrategy={"admissionChecks": [{"name": "prov", "onFlavors": ["default-flavor"]}]},
+            concurrentAdmissionPolicy={"migration": {"mode": "TryPreferredFlavors"}},
+        ),
+        id="cluster-queue-v1beta2-fields",
+    ),
 ]
 
 
@@ -476,12 +539,12 @@ INVALID = [
     ),
     pytest.param(
         cluster_queue(groups=[resource_group(["cpu"], flavor_quotas("a", resource_quota("cpu", 4, borrowing=1)))]),
-        "spec: Invalid value: borrowingLimit must be nil when cohort is empty",
+        "spec: Invalid value: borrowingLimit must be nil when cohortName is empty",
         id="borrowing-limit-without-cohort",
     ),
     pytest.param(
         cluster_queue(groups=[resource_group(["cpu"], flavor_quotas("a", resource_quota("cpu", 4, lending=1)))]),
-        "spec: Invalid value: lendingLimit must be nil when cohort is empty",
+        "spec: Invalid value: lendingLimit must be nil when cohortName is empty",
         id="lending-limit-without-cohort",
     ),
     pytest.param(
@@ -509,13 +572,23 @@ INVALID = [
     ),
     pytest.param(
         cluster_queue(cohort="Research_Team"),
-        "spec.cohort in body should match",
+        "spec.cohortName in body should match",
         id="cohort-not-a-dns-name",
     ),
     pytest.param(
-        cluster_queue(admissionChecks=["a"], admissionChecksStrategy={"admissionChecks": [{"name": "b"}]}),
-        "admissionChecks and admissionChecksStrategy cannot be used together",
-        id="admission-checks-twice",
+        cluster_queue(admissionChecksStrategy={"admissionChecks": [{"name": ""}]}),
+        "spec.admissionChecksStrategy.admissionChecks[0].name in body should be at least 1 chars long",
+        id="admission-check-without-a-name",
+    ),
+    pytest.param(
+        cluster_queue(flavorFungibility={"whenCanBorrow": "Borrow"}),
+        'spec.flavorFungibility.whenCanBorrow: Unsupported value: "Borrow"',
+        id="v1beta1-fungibility-alias",
+    ),
+    pytest.param(
+        cluster_queue(concurrentAdmissionPolicy={"migration": {"mode": "Sometimes"}}),
+        'spec.concurrentAdmissionPolicy.migration.mode: Unsupported value: "Sometimes"',
+        id="unknown-migration-mode",
     ),
     pytest.param(
         without(cluster_queue(), "spec", "resourceGroups", 0, "flavors", 0, "resources", 0, "nominalQuota"),
@@ -612,9 +685,26 @@ INVALID = [
         id="workload-podset-name-not-a-dns-label",
     ),
     pytest.param(
-        workload(priorityClassName="high"),
-        "priority should not be nil when priorityClassName is set",
+        workload(priorityClassRef={"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}),
+        "priority should not be nil when priorityClassRef is set",
         id="workload-priority-class-without-priority",
+    ),
+    pytest.param(
+        workload(
+            priorityClassRef={"group": "scheduling.k8s.io", "kind": "WorkloadPriorityClass", "name": "x"}, priority=1
+        ),
+        "the scheduling.k8s.io group only has the PriorityClass kind",
+        id="workload-priority-ref-kind-of-another-group",
+    ),
+    pytest.param(
+        workload(priorityClassRef={"group": "kueue.x-k8s.io", "kind": "PriorityClass", "name": "x"}, priority=1),
+        "the kueue.x-k8s.io group only has the WorkloadPriorityClass kind",
+        id="workload-priority-ref-pod-kind-in-kueue-group",
+    ),
+    pytest.param(
+        workload(preemptionGates=[{"name": ""}]),
+        "spec.preemptionGates[0].name in body should be at least 1 chars long",
+        id="workload-preemption-gate-without-a-name",
     ),
     pytest.param(
         workload(maximumExecutionTimeSeconds=0),
@@ -622,9 +712,9 @@ INVALID = [
         id="workload-zero-execution-time",
     ),
     pytest.param(
-        workload(priorityClassSource="example.com/priority"),
-        'spec.priorityClassSource: Unsupported value: "example.com/priority"',
-        id="workload-unknown-priority-source",
+        workload(priorityClassRef={"group": "example.com", "kind": "PriorityClass", "name": "x"}, priority=1),
+        'spec.priorityClassRef.group: Unsupported value: "example.com"',
+        id="workload-unknown-priority-group",
     ),
     pytest.param(
         workload(queue="User Queue"),
@@ -729,6 +819,93 @@ def test_reserved_workload_needs_one_assignment_per_podset(cluster: LocalCluster
 
     assert refused.returncode != 0
     assert "podSetAssignments must have the same number of podSets as the spec" in refused.stderr
+
+
+def _with_topology(slices: list[Manifest]) -> Manifest:
+    assignment = {"name": "main", "flavors": {"cpu": "default-flavor"}, "resourceUsage": {"cpu": "1"}, "count": 1}
+    assignment["topologyAssignment"] = {"levels": ["rack", "kubernetes.io/hostname"], "slices": slices}
+    return {
+        "status": {
+            "conditions": [condition("QuotaReserved")],
+            "admission": {"clusterQueue": "cluster-queue", "podSetAssignments": [assignment]},
+        }
+    }
+
+
+GOOD_SLICE: Manifest = {
+    "domainCount": 2,
+    "valuesPerLevel": [{"universal": "rack-1"}, {"individual": {"prefix": "node-", "roots": ["a", "b"]}}],
+    "podCounts": {"individual": [1, 2]},
+}
+
+
+@pytest.mark.parametrize(
+    ("slices", "message"),
+    [
+        pytest.param([GOOD_SLICE, {**GOOD_SLICE, "podCounts": {"universal": 3}}], None, id="valid-two-slices"),
+        pytest.param(
+            [{**GOOD_SLICE, "valuesPerLevel": [{"universal": "rack-1"}]}],
+            "every slice must have one valuesPerLevel entry per level",
+            id="values-per-level-short",
+        ),
+        pytest.param(
+            [{**GOOD_SLICE, "podCounts": {"individual": [1]}}],
+            "podCounts.individual must have domainCount items",
+            id="pod-counts-short",
+        ),
+        pytest.param(
+            [{**GOOD_SLICE, "valuesPerLevel": [{"universal": "r"}, {"individual": {"roots": ["a"]}}]}],
+            "valuesPerLevel[].individual.roots must have domainCount items",
+            id="roots-short",
+        ),
+        pytest.param(
+            [{**GOOD_SLICE, "podCounts": {"universal": 1, "individual": [1, 1]}}],
+            "exactly one of universal and individual must be set",
+            id="pod-counts-both",
+        ),
+        pytest.param(
+            [{**GOOD_SLICE, "valuesPerLevel": [{}, GOOD_SLICE["valuesPerLevel"][1]]}],
+            "exactly one of universal and individual must be set",
+            id="values-neither",
+        ),
+    ],
+)
+def test_topology_assignment_slices_follow_kueues_v1beta2_rules(
+    cluster: LocalCluster, namespace: str, slices: list[Manifest], message: str | None
+) -> None:
+    create(cluster, workload("tas", queue="user-queue"), namespace)
+
+    done = merge_patch(cluster, "workload", "tas", _with_topology(slices), namespace=namespace, status=True)
+
+    if message is None:
+        assert done.returncode == 0, done.stderr
+        stored = json.loads(cluster.kubectl("get", "workload", "tas", "-n", namespace, "-o", "json").stdout)
+        assert stored["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]["slices"] == slices
+    else:
+        assert done.returncode != 0
+        assert message in done.stderr
+
+
+def test_workload_priority_class_ref_while_quota_is_reserved(cluster: LocalCluster, namespace: str) -> None:
+    wpc = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "low"}
+    create(cluster, workload("prio", priorityClassRef=wpc, priority=1), namespace)
+    _reserve_quota(cluster, "prio", namespace)
+
+    renamed = merge_patch(
+        cluster, "workload", "prio", {"spec": {"priorityClassRef": {"name": "high"}}}, namespace=namespace
+    )
+    regrouped = merge_patch(
+        cluster,
+        "workload",
+        "prio",
+        {"spec": {"priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass"}}},
+        namespace=namespace,
+    )
+    removed = merge_patch(cluster, "workload", "prio", {"spec": {"priorityClassRef": None}}, namespace=namespace)
+
+    assert renamed.returncode == 0, renamed.stderr  # a WorkloadPriorityClass may be renamed
+    assert "priorityClassRef.group and priorityClassRef.kind are immutable" in regrouped.stderr
+    assert "priorityClassRef cannot be added or removed while the workload has quota reserved" in removed.stderr
 
 
 def test_flavor_topology_name_is_immutable(cluster: LocalCluster, cluster_scoped: list[tuple[str, str]]) -> None:
@@ -876,7 +1053,10 @@ def test_workload_status_as_kueue_writes_it_round_trips(cluster: LocalCluster, n
         "reclaimablePods": [{"name": "main", "count": 1}],
         "resourceRequests": [{"name": "main", "resources": {"cpu": "1"}}],
         "schedulingStats": {"evictions": [{"reason": "Preempted", "underlyingCause": "", "count": 1}]},
-        "accumulatedPastExexcutionTimeSeconds": 42,
+        "accumulatedPastExecutionTimeSeconds": 42,
+        "preemptionGates": [
+            {"name": "example.com/gate", "position": "Open", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        ],
     }
 
     done = merge_patch(cluster, "workload", "job-d", {"status": status}, namespace=namespace, status=True)

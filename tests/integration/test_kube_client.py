@@ -48,7 +48,7 @@ def config_map(name: str, **data: str) -> Object:
 def workload(name: str = "wl") -> Object:
     container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
     return {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {"name": name},
         "spec": {

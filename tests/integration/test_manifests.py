@@ -419,3 +419,32 @@ def test_batch_user_roles(
     assert can_i(cluster, *request_, who=who) is allowed
     # A RoleBinding grants nothing outside its namespace.
     assert not can_i(cluster, "get", "workloads.kueue.x-k8s.io", who=[f"--as={user}", "-n", "default"])
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_wires_the_crds_conversion_webhook(cluster: LocalCluster, manifests: Path, overlay: str) -> None:
+    """ClusterQueue, LocalQueue and Workload convert through /convert on a Service that publishes unready pods,
+    with the caBundle from cert-manager's injector or from `turnstile certs`; the other CRDs need no webhook."""
+    objects = render(cluster, manifests, overlay)
+    service = one(objects, "Service", "turnstile-conversion-service")
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert service["spec"]["selector"] == POD_LABELS
+    for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
+        conversion = crd["spec"].get("conversion")
+        if crd["metadata"]["name"].split(".")[0] not in ("clusterqueues", "localqueues", "workloads"):
+            assert conversion is None
+            continue
+        client = conversion["webhook"]["clientConfig"]
+        assert client["service"] == {
+            "namespace": SYSTEM_NS,
+            "name": "turnstile-conversion-service",
+            "path": "/convert",
+            "port": 443,
+        }
+        if overlay == "self-managed":
+            assert client["caBundle"]
+        else:
+            assert (
+                crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+                == f"{SYSTEM_NS}/turnstile-serving-cert"
+            )

@@ -55,7 +55,7 @@ def make_cq(
         ],
     }
     if cohort:
-        spec["cohort"] = cohort
+        spec["cohortName"] = cohort
     if stop_policy:
         spec["stopPolicy"] = stop_policy
     pending, reserving, admitted = counts
@@ -172,12 +172,12 @@ def test_cluster_queue_quota_picture() -> None:
     assert (memory.nominal, memory.reserved, memory.reserved_percent) == ("32Gi", "0", 0)
 
 
-def test_local_queue_reads_its_singular_flavor_usage_field() -> None:
+def test_local_queue_reads_its_v1beta2_flavors_usage_field() -> None:
     lq = make_lq("team-a", "user-queue", "cq")
     lq["status"] = {
         "pendingWorkloads": 2,
         "flavorsReservation": [{"name": "spot", "resources": [{"name": "cpu", "total": "3"}]}],
-        "flavorUsage": [{"name": "spot", "resources": [{"name": "cpu", "total": "1"}]}],
+        "flavorsUsage": [{"name": "spot", "resources": [{"name": "cpu", "total": "1"}]}],
     }
     view = views.local_queue_view(lq)
     assert view.pending == 2

@@ -18,7 +18,9 @@ from webhook.api import constants as c
 
 Policy = Callable[[Request, ClusterView, AdmissionOptions], Verdict]
 
-KUEUE_VERSIONS = ("v1beta1", "v1beta2")
+# Queue objects are reviewed as v1beta2 only: with matchPolicy Equivalent (the default) the API server converts a
+# v1beta1 request through our /convert webhook first, as Kueue registers its own webhooks.
+KUEUE_VERSIONS = ("v1beta2",)
 
 
 @dataclass(frozen=True)

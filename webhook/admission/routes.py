@@ -1,12 +1,13 @@
 """Thin aiohttp routes: read the body, decode the AdmissionReview, ask one policy, encode the answer.
 
-A malformed review is HTTP 400 with the reason; a body over the API server's 3 MiB limit is 413 (aiohttp's
-``client_max_size``); a policy denial is HTTP 200 with ``allowed: false``. The path of an integration that is
-off (a webhook left registered from an earlier configuration) answers "allowed", unchanged: Turnstile manages
-nothing of that kind, so there is nothing to protect, while an error would block those objects (e.g. every pod
-of an admitted Job whose template carries a queue label). Any other unknown path is 404. A bug in a policy
-never becomes a 500: the request is refused (fail closed) with a message pointing at the logs. ``/healthz``
-answers while the process runs; ``/readyz`` only once TLS serves and the cluster view is synced.
+A malformed review is HTTP 400 with the reason; an AdmissionReview over the API server's 3 MiB limit is 413 (a
+ConversionReview on ``/convert``, answered by ``conversionreview``, may be far larger); a policy denial is HTTP 200
+with ``allowed: false``. The path of an integration that is off (a webhook left registered from an earlier
+configuration) answers "allowed", unchanged: Turnstile manages nothing of that kind, so there is nothing to protect,
+while an error would block those objects (e.g. every pod of an admitted Job whose template carries a queue label).
+Any other unknown path is 404. A bug in a policy never becomes a 500: the request is refused (fail closed) with a
+message pointing at the logs. ``/healthz`` answers while the process runs; ``/readyz`` only once TLS serves and
+the cluster view is synced.
 Must not: reach the API server, or hold policy logic.
 """
 
@@ -22,7 +23,7 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from webhook.admission import review
+from webhook.admission import conversionreview, review
 from webhook.admission.endpoints import ENDPOINTS, Endpoint, enabled
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.verdict import ALLOW, deny
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 
 # The API server refuses request bodies over 3 MiB itself, so a larger AdmissionReview is not from it.
 MAX_BODY_BYTES: Final = 3 * 1024 * 1024
+# A ConversionReview carries a whole list read (thousands of Workloads) and has no such limit: the server's own
+# cap is this, and admission routes check theirs themselves.
+MAX_CONVERSION_BYTES: Final = 512 * 1024 * 1024
 
 
 @dataclass
@@ -49,6 +53,8 @@ READINESS: Final = web.AppKey("readiness", Readiness)
 Observer = Callable[[str, int, float], None]
 
 _JSON = "application/json"
+# Where the CRDs' spec.conversion.webhook.clientConfig points.
+CONVERT_PATH: Final = "/convert"
 
 
 def _bad_request(reason: str) -> web.Response:
@@ -67,9 +73,19 @@ def _disabled(endpoint: Endpoint) -> Handler:
     return handle
 
 
+async def _read_at_most(request: web.Request, limit: int) -> bytes:
+    too_large = web.HTTPRequestEntityTooLarge
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large(max_size=limit, actual_size=request.content_length)
+    body = await request.read()  # raises 413 beyond the app's client_max_size
+    if len(body) > limit:
+        raise too_large(max_size=limit, actual_size=len(body))
+    return body
+
+
 def _handler(endpoint: Endpoint) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
-        body = await request.read()  # raises 413 beyond client_max_size
+        body = await _read_at_most(request, MAX_BODY_BYTES)
         try:
             decoded = review.decode(body)
             if (decoded.group, decoded.kind) != (endpoint.group, endpoint.kind):
@@ -89,6 +105,15 @@ def _handler(endpoint: Endpoint) -> Handler:
         return web.Response(body=review.encode(decoded.uid, verdict, mutating=endpoint.mutating), content_type=_JSON)
 
     return handle
+
+
+async def convert(request: web.Request) -> web.Response:
+    """The CRD conversion webhook (ConversionReview v1), served next to the admission routes."""
+    body = await request.read()
+    try:
+        return web.Response(body=conversionreview.answer(body), content_type=_JSON)
+    except review.MalformedReview as exc:
+        return _bad_request(exc.reason)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -130,15 +155,16 @@ def build_app(
     readiness: Readiness | None = None,
     observe: Observer | None = None,
 ) -> web.Application:
-    """The webhook application: one POST route per enabled endpoint, plus health and readiness."""
+    """The webhook application: one POST route per enabled endpoint, /convert, plus health and readiness."""
     middlewares = [_observing(observe)] if observe is not None else []
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)  # type: ignore[arg-type]
+    app = web.Application(client_max_size=MAX_CONVERSION_BYTES, middlewares=middlewares)  # type: ignore[arg-type]
     app[VIEW] = view
     app[OPTIONS] = options
     app[READINESS] = readiness if readiness is not None else Readiness()
     on = enabled(options)
     for endpoint in ENDPOINTS:
         app.router.add_post(endpoint.path, _handler(endpoint) if endpoint in on else _disabled(endpoint))
+    app.router.add_post(CONVERT_PATH, convert)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app

@@ -66,7 +66,7 @@ def _priority_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Fie
     it in place, or one tenant could preempt another by editing a number."""
     new_spec, old_spec = objects.mapping(new, "spec"), objects.mapping(old, "spec")
     errors = []
-    for field in ("priority", "priorityClassName"):
+    for field in ("priority", "priorityClassRef"):
         if new_spec.get(field) != old_spec.get(field):
             errors.append(
                 forbidden(

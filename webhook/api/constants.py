@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Final
 
 GROUP: Final = "kueue.x-k8s.io"
-VERSION: Final = "v1beta1"
+# The version Turnstile reads and writes; v1beta1 is still served, converted by our /convert webhook.
+VERSION: Final = "v1beta2"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 
 # Labels and annotations on jobs and pods.

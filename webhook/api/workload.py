@@ -66,6 +66,18 @@ class PriorityClassRef:
     name: str
 
 
+def priority_class_ref_wire(source: str, name: str) -> dict[str, str]:
+    """The v1beta2 ``spec.priorityClassRef`` for a class named ``name`` of ``source`` (one of the two sources)."""
+    kind = {
+        constants.WORKLOAD_PRIORITY_CLASS_SOURCE: "WorkloadPriorityClass",
+        constants.POD_PRIORITY_CLASS_SOURCE: "PriorityClass",
+    }
+    if source not in kind:
+        raise ValueError(f"unknown priority class source {source!r}")
+    group = next(g for g, s in _SOURCE_BY_GROUP.items() if s == source)
+    return {"group": group, "kind": kind[source], "name": name}
+
+
 @dataclass(frozen=True, slots=True)
 class Workload:
     namespace: str

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api.constants import DEFAULT_LOCAL_QUEUE, RESOURCE_IN_USE_FINALIZER, WORKLOAD_PRIORITY_CLASS_SOURCE
+from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.jobs import batch_job
@@ -243,21 +244,16 @@ class JobSync:
     async def _refresh_priority(self, job: Object, workload: Object) -> Object:
         """A changed ``kueue.x-k8s.io/priority-class`` label changes the Workload's priority (Kueue's behaviour)."""
         priority = self._priority(job)
-        if priority.source != WORKLOAD_PRIORITY_CLASS_SOURCE:
+        if priority.source != WORKLOAD_PRIORITY_CLASS_SOURCE or not priority.class_name:
             return workload
         spec = workload.get("spec") or {}
-        if spec.get("priorityClassName") == priority.class_name and spec.get("priority") == priority.value:
+        ref = priority_class_ref_wire(WORKLOAD_PRIORITY_CLASS_SOURCE, priority.class_name)
+        current = spec.get("priorityClassRef")
+        if current == ref and spec.get("priority") == priority.value:
             return workload
-        if spec.get("priorityClassSource") not in (None, WORKLOAD_PRIORITY_CLASS_SOURCE):
-            return workload  # the source is fixed while quota is reserved; a new Workload would be needed
-        updated = dict(workload) | {
-            "spec": dict(spec)
-            | {
-                "priority": priority.value,
-                "priorityClassName": priority.class_name,
-                "priorityClassSource": WORKLOAD_PRIORITY_CLASS_SOURCE,
-            }
-        }
+        if current is not None and current.get("group") != ref["group"]:
+            return workload  # the kind of class is fixed while quota is reserved; a new Workload would be needed
+        updated = dict(workload) | {"spec": dict(spec) | {"priority": priority.value, "priorityClassRef": ref}}
         result = await self._kube.replace(WORKLOAD, updated)
         self._cache.observe(WORKLOAD, result)
         await self._events.record(

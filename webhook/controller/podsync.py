@@ -16,6 +16,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.jobs import pod_group
@@ -90,9 +91,8 @@ class PodGroupSync:
             priority_classes=self._cache.priority_classes(),
         )
         body = pod_group.workload_for(pods, priority=priority.value)
-        if priority.class_name:
-            body["spec"]["priorityClassName"] = priority.class_name
-            body["spec"]["priorityClassSource"] = priority.source
+        if priority.class_name and priority.source:
+            body["spec"]["priorityClassRef"] = priority_class_ref_wire(priority.source, priority.class_name)
         try:
             created = await self._kube.create(WORKLOAD, body)
         except errors.AlreadyExists:

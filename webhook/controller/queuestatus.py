@@ -138,7 +138,7 @@ class QueueStatusWriter:
                 "reservingWorkloads": len(workloads),
                 "admittedWorkloads": len(workloads),
                 "flavorsReservation": flavors,
-                "flavorUsage": flavors,
+                "flavorsUsage": flavors,
             }
             if not lq.active:
                 active, reason, message = False, "Stopped", "LocalQueue is stopped"

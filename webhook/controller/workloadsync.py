@@ -163,7 +163,7 @@ class WorkloadSync:
         since = wl_life.admitted_since(workload)
         if seconds is None or since is None:
             return None
-        past = int((workload.get("status") or {}).get("accumulatedPastExexcutionTimeSeconds") or 0)
+        past = int((workload.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0)
         return since + datetime.timedelta(seconds=int(seconds) - past)
 
     def _draining_queue(self, workload: Mapping[str, Any]) -> tuple[str, str] | None:

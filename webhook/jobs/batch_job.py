@@ -23,6 +23,7 @@ from webhook.api.constants import (
 )
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.api.workload import priority_class_ref_wire
 from webhook.jobs.naming import job_workload_name
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo, inject, restore
@@ -134,9 +135,8 @@ def workload_for(
     spec = workload["spec"]
     if (queue := queue_name(job)) is not None:
         spec["queueName"] = queue
-    if priority_class_name:
-        spec["priorityClassName"] = priority_class_name
-        spec["priorityClassSource"] = priority_class_source
+    if priority_class_name and priority_class_source:
+        spec["priorityClassRef"] = priority_class_ref_wire(priority_class_source, priority_class_name)
     if (seconds := max_execution_time(job)) is not None:
         spec["maximumExecutionTimeSeconds"] = seconds
     return workload

@@ -210,6 +210,10 @@ async def _run(args: argparse.Namespace, kubeconfig: Path | None) -> str:
             return await workloads(kube, namespace=namespace, pending_only=args.pending, now=now, fmt=fmt)
         if args.command == "why":
             return await why(kube, args.target, namespace=args.namespace, now=now, fmt=fmt)
+        if args.command == "migrate-storage":
+            from webhook.controller import storagemigration
+
+            return storagemigration.render(await storagemigration.migrate_storage(kube))
         policy: StopPolicy = "None" if args.command == "resume" else ("HoldAndDrain" if args.drain else "Hold")
         return await set_stop_policy(
             kube,

@@ -1,6 +1,6 @@
 """The arguments of the user and admin subcommands, registered on ``turnstile``'s parser.
 
-Owns: ``register(subparsers)`` for ``queues``, ``workloads``, ``why``, ``stop`` and ``resume``.
+Owns: ``register(subparsers)`` for ``queues``, ``workloads``, ``why``, ``stop``, ``resume`` and ``migrate-storage``.
 Must not: import anything heavy: ``turnstile --help`` builds this parser, the work is imported when a command runs.
 """
 
@@ -48,3 +48,9 @@ def register(sub: Any) -> None:
         p.add_argument("--dry-run", action="store_true", help="validate on the server, change nothing")
         if name == "stop":
             p.add_argument("--drain", action="store_true", help="also evict admitted workloads (HoldAndDrain)")
+
+    p = sub.add_parser(
+        "migrate-storage",
+        help="after an upgrade: rewrite every stored queue object as v1beta2 and set the CRDs' storedVersions",
+    )
+    _common(p, output=False)

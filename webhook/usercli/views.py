@@ -151,7 +151,7 @@ def cluster_queue_view(cq: Obj) -> ClusterQueueView:
                 )
     return ClusterQueueView(
         name=str(_meta(cq).get("name", "")),
-        cohort=str(spec.get("cohort") or spec.get("cohortName") or ""),
+        cohort=str(spec.get("cohortName") or ""),
         stop_policy=str(spec.get("stopPolicy") or "None"),
         active=_is_true(cq, "Active"),
         pending=int(status.get("pendingWorkloads") or 0),
@@ -164,7 +164,7 @@ def cluster_queue_view(cq: Obj) -> ClusterQueueView:
 def local_queue_view(lq: Obj) -> LocalQueueView:
     spec, status = _spec(lq), _status(lq)
     reserved = _by_flavor(status.get("flavorsReservation"))
-    used = _by_flavor(status.get("flavorUsage"))  # LocalQueue's field is singular in v1beta1
+    used = _by_flavor(status.get("flavorsUsage"))
     usage = tuple(
         UsageRow(
             flavor=f,
@@ -280,7 +280,7 @@ def workload_views(
                 local_queue=queue,
                 cluster_queue=str(admission.get("clusterQueue") or lq_target.get((namespace, queue), "")),
                 priority=int(spec.get("priority") or 0),
-                priority_class=str(spec.get("priorityClassName") or ""),
+                priority_class=str((spec.get("priorityClassRef") or {}).get("name") or ""),
                 state=state,
                 reason=reason,
                 message=message,

@@ -190,13 +190,13 @@ async def test_a_changed_priority_class_label_changes_the_workload_priority() ->
     await sync.sync(job, NOW)
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
     (workload,) = kube.objects(r.WORKLOAD)
-    assert (workload["spec"]["priority"], workload["spec"]["priorityClassName"]) == (10, "low")
+    assert (workload["spec"]["priority"], workload["spec"]["priorityClassRef"]["name"]) == (10, "low")
 
     job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
     job = await kube.replace(r.JOB, job)
     await sync.sync(job, NOW)
     (workload,) = kube.objects(r.WORKLOAD)
-    assert (workload["spec"]["priority"], workload["spec"]["priorityClassName"]) == (1000, "high")
+    assert (workload["spec"]["priority"], workload["spec"]["priorityClassRef"]["name"]) == (1000, "high")
 
 
 async def test_an_unlabelled_job_that_slipped_past_the_webhook_is_suspended_and_queued() -> None:

@@ -45,7 +45,8 @@ def test_workload_for_job() -> None:
     spec = wl["spec"]
     assert spec["queueName"] == "user-queue"
     assert spec["priority"] == 100
-    assert spec["priorityClassName"] == "high"
+    assert spec["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    assert wl["apiVersion"] == "kueue.x-k8s.io/v1beta2"
     assert spec["maximumExecutionTimeSeconds"] == 600
     (podset,) = spec["podSets"]
     assert (podset["name"], podset["count"], podset["minCount"]) == ("main", 3, 2)

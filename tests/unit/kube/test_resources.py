@@ -15,11 +15,11 @@ from webhook.kube import resources as r
             "ns",
             "wl",
             "status",
-            "/apis/kueue.x-k8s.io/v1beta1/namespaces/ns/workloads/wl/status",
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/ns/workloads/wl/status",
             id="status-subresource",
         ),
         pytest.param(
-            r.CLUSTER_QUEUE, None, "cq", "", "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/cq", id="crd-cluster"
+            r.CLUSTER_QUEUE, None, "cq", "", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq", id="crd-cluster"
         ),
     ],
 )
@@ -38,5 +38,5 @@ def test_cluster_scoped_kind_refuses_a_namespace() -> None:
 
 def test_api_version() -> None:
     assert r.POD.api_version == "v1"
-    assert r.WORKLOAD.api_version == "kueue.x-k8s.io/v1beta1"
+    assert r.WORKLOAD.api_version == "kueue.x-k8s.io/v1beta2"
     assert r.LEASE.api_version == "coordination.k8s.io/v1"
