@@ -139,7 +139,7 @@ def test_kill_and_restart_while_jobs_flow(
     stop = threading.Event()
     creator = Creator(LocalClient(cluster), namespace, plan)
     finisher = Finisher(LocalClient(cluster), namespace, stop)
-    sampler = Sampler(LocalClient(cluster), namespace, tracker, read=lambda client, _: read_snapshot(client))
+    sampler = Sampler(LocalClient(cluster), namespace, tracker, read=read_snapshot)
     threads = [
         threading.Thread(target=creator.run, name="creator", daemon=True),
         threading.Thread(target=finisher.run, name="finisher", daemon=True),

@@ -31,14 +31,16 @@ from webhook.api.constants import DEFAULT_LOCAL_QUEUE, RESOURCE_IN_USE_FINALIZER
 from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
+from webhook.controller.finalizer import release_in_use
 from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.jobs.naming import job_workload_name
+from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import Priority, resolve
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, key_of
+from webhook.kube.objects import Object
 from webhook.kube.resources import JOB, WORKLOAD
 from webhook.logs import object_fields
 
@@ -60,6 +62,9 @@ class JobSync:
         self._events = events
         self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
         self._manage_without_queue_name = manage_without_queue_name
+        # admission_mismatch per (job, workload, defaults) version: every pass checks every admitted job, and
+        # the answer changes only when one of the three does.
+        self._mismatch: dict[tuple[object, ...], str | None] = {}
 
     async def sync(self, job: Object, now: datetime.datetime) -> None:
         meta = job.get("metadata") or {}
@@ -122,7 +127,7 @@ class JobSync:
 
         # 5. Admitted: release, if the Job still fits what was admitted.
         if wl_life.is_admitted(workload) and not evicted:
-            mismatch = batch_job.admission_mismatch(job, workload, defaults)
+            mismatch = self._admission_mismatch(job, workload, defaults)
             if mismatch is not None:
                 await self._discard(job, workload, mismatch, now)
                 return
@@ -146,6 +151,20 @@ class JobSync:
 
     # -- steps ----------------------------------------------------------------------------------------------
 
+    def _admission_mismatch(self, job: Object, workload: Object, defaults: PodDefaults) -> str | None:
+        key = (
+            job["metadata"].get("uid"),
+            job["metadata"].get("resourceVersion"),
+            workload["metadata"].get("uid"),
+            workload["metadata"].get("resourceVersion"),
+            defaults.fingerprint(),
+        )
+        if key not in self._mismatch:
+            if len(self._mismatch) > 20_000:
+                self._mismatch.clear()
+            self._mismatch[key] = batch_job.admission_mismatch(job, workload, defaults)
+        return self._mismatch[key]
+
     @staticmethod
     def _owned_by(workload: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
         uid = job["metadata"].get("uid")
@@ -155,6 +174,9 @@ class JobSync:
     async def _delete_stale(self, workload: Object) -> None:
         meta = workload["metadata"]
         with contextlib.suppress(errors.NotFound, errors.Conflict):
+            # Its job is gone (another of the same name exists): nothing of it runs that the quota would cover.
+            if await release_in_use(self._kube, self._cache, WORKLOAD, workload):
+                return
             await self._kube.delete(WORKLOAD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
         log.info("deleted a Workload left by an earlier job of the same name", extra=object_fields(workload))
 
@@ -224,22 +246,7 @@ class JobSync:
             await self._stop(job, workload, f"No matching Workload: {why}", now)
 
     async def _drop_finalizer(self, workload: Object) -> None:
-        meta = workload.get("metadata") or {}
-        finalizers = list(meta.get("finalizers") or [])
-        if RESOURCE_IN_USE_FINALIZER not in finalizers:
-            return
-        body = dict(workload) | {
-            "metadata": dict(meta) | {"finalizers": [f for f in finalizers if f != RESOURCE_IN_USE_FINALIZER]}
-        }
-        try:
-            result = await self._kube.replace(WORKLOAD, body)
-        except errors.NotFound:
-            self._cache.forget(WORKLOAD, key_of(workload))
-            return
-        if meta.get("deletionTimestamp") and not (result.get("metadata") or {}).get("finalizers"):
-            self._cache.forget(WORKLOAD, key_of(workload))
-        else:
-            self._cache.observe(WORKLOAD, result)
+        await release_in_use(self._kube, self._cache, WORKLOAD, workload)
 
     async def _refresh_priority(self, job: Object, workload: Object) -> Object:
         """A changed ``kueue.x-k8s.io/priority-class`` label changes the Workload's priority (Kueue's behaviour)."""

@@ -16,10 +16,10 @@ from typing import Any
 
 from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
 from webhook.controller.cache import ClusterCache
+from webhook.controller.finalizer import release_in_use
 from webhook.jobs import workload as wl_life
-from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, key_of
+from webhook.kube.objects import Object
 from webhook.kube.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, Resource
 from webhook.logs import object_fields
 
@@ -65,18 +65,5 @@ class QueueFinalizers:
                     await self._release(RESOURCE_FLAVOR, flavor)
 
     async def _release(self, resource: Resource, obj: Object) -> None:
-        meta = obj["metadata"]
-        body = dict(obj) | {
-            "metadata": dict(meta)
-            | {"finalizers": [f for f in meta.get("finalizers") or [] if f != RESOURCE_IN_USE_FINALIZER]}
-        }
-        try:
-            result = await self._kube.replace(resource, body)
-        except errors.NotFound:
-            self._cache.forget(resource, key_of(obj))
-            return
-        if (result.get("metadata") or {}).get("finalizers"):
-            self._cache.observe(resource, result)
-        else:
-            self._cache.forget(resource, key_of(obj))
-        log.info("no longer in use: finalizer removed, deletion proceeds", extra=object_fields(obj))
+        if await release_in_use(self._kube, self._cache, resource, obj):
+            log.info("no longer in use: finalizer removed, deletion proceeds", extra=object_fields(obj))

@@ -23,6 +23,7 @@ from webhook.api.constants import COND_PODS_READY, COND_REQUEUED, RESOURCE_IN_US
 from webhook.config import WaitForPodsReady
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
+from webhook.controller.finalizer import release_in_use
 from webhook.jobs import workload as wl_life
 from webhook.kube import errors
 from webhook.kube.client import Kube
@@ -193,19 +194,7 @@ class WorkloadSync:
         log.info("evicted %s", reason, extra=object_fields(workload))
 
     async def _drop_finalizer(self, workload: Object) -> None:
-        meta = workload.get("metadata") or {}
-        finalizers = list(meta.get("finalizers") or [])
-        if RESOURCE_IN_USE_FINALIZER not in finalizers:
-            return
-        body = dict(workload) | {
-            "metadata": dict(meta) | {"finalizers": [f for f in finalizers if f != RESOURCE_IN_USE_FINALIZER]}
-        }
-        with contextlib.suppress(errors.NotFound):
-            result = await self._kube.replace(WORKLOAD, body)
-            if meta.get("deletionTimestamp") and not (result.get("metadata") or {}).get("finalizers"):
-                self._cache.forget(WORKLOAD, key_of(workload))
-            else:
-                self._cache.observe(WORKLOAD, result)
+        await release_in_use(self._kube, self._cache, WORKLOAD, workload)
 
     async def _write_status(self, workload: Object) -> None:
         result = await self._kube.replace_status(WORKLOAD, workload)

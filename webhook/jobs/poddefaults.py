@@ -29,6 +29,20 @@ class PodDefaults:
     limit_ranges: Sequence[Mapping[str, Any]] = ()
     overheads: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # RuntimeClass -> podFixed
 
+    def fingerprint(self) -> tuple[object, ...]:
+        """Changes whenever what ``apply`` does could change (for callers that remember results)."""
+        ranges = tuple(
+            ((lr.get("metadata") or {}).get("uid"), (lr.get("metadata") or {}).get("resourceVersion"))
+            for lr in self.limit_ranges
+        )
+        overheads = tuple(
+            sorted(
+                (name, tuple(sorted((str(r), str(q)) for r, q in fixed.items())))
+                for name, fixed in self.overheads.items()
+            )
+        )
+        return ranges, overheads
+
     def container_defaults(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """(default limits, default requests) of the ``Container`` items; the first LimitRange naming a
         resource wins, as the API server's LimitRanger applies them in order."""
