@@ -159,8 +159,11 @@ def test_the_image_holds_no_build_tools_and_a_read_only_view(containerised: Imag
 
 
 def test_the_containerised_turnstile_admits_and_releases_a_job(
-    cluster: LocalCluster, containerised: ImageTurnstile, namespace: str
+    cluster: LocalCluster, image: str, base: list[Obj], containerised: ImageTurnstile, namespace: str
 ) -> None:
+    # What runs is the Deployment's command, which is the image's entrypoint.
+    [container] = one(base, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == image_config(image)["Entrypoint"]
     containerised.start()
     cq = f"cq-{namespace}"
     apply(
