@@ -20,7 +20,11 @@ source=${TURNSTILE_IMAGE_SOURCE:-$(git remote get-url origin 2>/dev/null || true
 # a build secret: it is never written into a layer.
 cert=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
 [ -z "$cert" ] || [ ! -f "$cert" ] || args+=(--secret "id=pip-ca,src=$cert")
-if [ "${TURNSTILE_IMAGE_BASE:-debian}" = debian ]; then
+case ${TURNSTILE_IMAGE_BASE:=debian} in
+  debian | public) ;;
+  *) echo "image: TURNSTILE_IMAGE_BASE is debian or public, not '$TURNSTILE_IMAGE_BASE'" >&2; exit 1 ;;
+esac
+if [ "$TURNSTILE_IMAGE_BASE" = debian ]; then
   read -r base builder < <(bash hack/image/build-base.sh | tail -1)
   args+=(--pull=never --build-arg "BASE_IMAGE=$base" --build-arg "BUILDER_IMAGE=$builder")
 fi

@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -154,30 +155,45 @@ class ImageTurnstile(LocalTurnstile):
             self.register(self.ca_pem)
             self._wait_effective(timeout)
 
-    def _innermost(self) -> int | None:
-        """The containerised process itself: buildah does not pass SIGTERM on, it kills its child."""
+    def _descendants(self) -> list[tuple[int, bytes]]:
+        """(pid, command line) of every process under buildah, parents first."""
         assert self.process is not None
-        pid, found = self.process.pid, None
-        while True:
+        found: list[tuple[int, bytes]] = []
+        pending = [self.process.pid]
+        while pending:
+            pid = pending.pop(0)
             # buildah is a Go program: a child is listed under whichever of its threads forked it.
-            children = []
             for task in Path(f"/proc/{pid}/task").glob("*"):
                 try:
-                    children += (task / "children").read_text().split()
+                    children = [int(c) for c in (task / "children").read_text().split()]
                 except OSError:
                     continue
-            if not children:
-                return found
-            pid = found = int(children[0])
+                for child in children:
+                    try:
+                        found.append((child, Path(f"/proc/{child}/cmdline").read_bytes()))
+                    except OSError:
+                        continue
+                    pending.append(child)
+        return found
 
     def stop(self) -> None:
+        """SIGTERM to the containerised process itself: buildah does not pass it on, it kills its child."""
         if self.process is not None and self.process.poll() is None:
-            inner = self._innermost()
-            if inner is not None:
-                os.kill(inner, signal.SIGTERM)
+            [container] = self._deployment["spec"]["template"]["spec"]["containers"]
+            entrypoint = container["command"][0].encode()
+            tree = self._descendants()
+            # Not buildah's own helpers (buildah-chroot-exec carries the command in its arguments too).
+            targets = [pid for pid, cmd in tree if not cmd.startswith(b"buildah") and entrypoint in cmd]
+            for pid in targets:
+                os.kill(pid, signal.SIGTERM)
+            started = time.monotonic()
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=30)
+                with self.log_file.open("a") as log:
+                    log.write(f"[test] stopped {time.monotonic() - started:.1f} s after SIGTERM to {targets}\n")
             except subprocess.TimeoutExpired:
+                with self.log_file.open("a") as log:
+                    log.write(f"[test] not stopped 30 s after SIGTERM to {targets}; processes: {tree}; SIGKILL\n")
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
         if self._log is not None:

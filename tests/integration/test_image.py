@@ -78,15 +78,21 @@ def token(cluster: LocalCluster, base: list[Obj]) -> str:
     return cluster.kubectl("create", "token", "turnstile", "-n", SYSTEM_NS, "--duration=1h").stdout.strip()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def containerised(
-    cluster: LocalCluster, image: str, base: list[Obj], token: str, tmp_path: Path
+    cluster: LocalCluster, image: str, base: list[Obj], token: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ImageTurnstile]:
+    """One working container for the module: the checks of its view and the process share it."""
     config = yaml.safe_load(one(base, "ConfigMap")["data"]["config.yaml"])
     # Shorter than the manifests' 15 s: a Lease left behind by an earlier test's replica expires sooner.
     config["leaderElection"] |= {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"}
     local = ImageTurnstile(
-        cluster, tmp_path / "image", image=image, deployment=one(base, "Deployment"), config=config, token=token
+        cluster,
+        tmp_path_factory.mktemp("image"),
+        image=image,
+        deployment=one(base, "Deployment"),
+        config=config,
+        token=token,
     )
     try:
         yield local
@@ -153,8 +159,11 @@ def test_the_image_holds_no_build_tools_and_a_read_only_view(containerised: Imag
 
 
 def test_the_containerised_turnstile_admits_and_releases_a_job(
-    cluster: LocalCluster, containerised: ImageTurnstile, namespace: str
+    cluster: LocalCluster, image: str, base: list[Obj], containerised: ImageTurnstile, namespace: str
 ) -> None:
+    # What runs is the Deployment's command, which is the image's entrypoint.
+    [container] = one(base, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == image_config(image)["Entrypoint"]
     containerised.start()
     cq = f"cq-{namespace}"
     apply(
