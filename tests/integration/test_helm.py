@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.dryrun import dry_run
 from webhook.config import load_config
 from webhook.localcluster import LocalCluster
 
@@ -184,10 +185,6 @@ def test_chart_crds_are_links_to_manifests_crds() -> None:
 
 
 # -- the API server's verdict ---------------------------------------------------------------------------
-
-
-def dry_run(cluster: LocalCluster, objects: list[Obj]) -> subprocess.CompletedProcess[str]:
-    return cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(objects), check=False)
 
 
 def accepted_by_the_server(cluster: LocalCluster, objects: list[Obj]) -> set[str]:

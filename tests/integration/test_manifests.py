@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.e2e.kube import apply, cluster_queue, create, eventually, flavor, get, is_true, job, local_queue, workload_of
+from tests.integration.dryrun import dry_run
 from webhook.config import load_config
 from webhook.localcluster import LocalCluster, free_port
 from webhook.localturnstile import LocalTurnstile
@@ -155,10 +156,6 @@ def test_pieces_agree_with_each_other(cluster: LocalCluster, manifests: Path) ->
 
 
 # -- the API server's verdict ---------------------------------------------------------------------------
-
-
-def dry_run(cluster: LocalCluster, objects: list[Obj]) -> subprocess.CompletedProcess[str]:
-    return cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(objects), check=False)
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
