@@ -18,8 +18,15 @@ def dry_run(cluster: LocalCluster, objects: list[Obj]) -> subprocess.CompletedPr
     overlay's ``service`` into an invalid object, although a cluster installed from the overlay has no url."""
     crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
     rest = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
-    if crds:
-        done = cluster.kubectl("replace", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(crds), check=False)
-        if done.returncode != 0 or not rest:
-            return done
-    return cluster.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(rest), check=False)
+    runs = [
+        cluster.kubectl(verb, "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(part), check=False)
+        for verb, part in (("replace", crds), ("apply", rest))
+        if part
+    ]
+    failed = next((run for run in runs if run.returncode != 0), None)
+    return subprocess.CompletedProcess(
+        args=[run.args for run in runs],
+        returncode=failed.returncode if failed else 0,
+        stdout="".join(run.stdout for run in runs),
+        stderr="".join(run.stderr for run in runs),
+    )

@@ -229,8 +229,14 @@ def test_values_reach_every_object_they_concern(cluster: LocalCluster, helm: Pat
     objects = [o for o in yaml.safe_load_all(out) if o]
     names = {o["metadata"]["name"] for o in objects if o["kind"] not in {"CustomResourceDefinition", "Namespace"}}
     assert all(n.startswith("queueing-turnstile") for n in names), names
-    namespaced = [o for o in objects if o["kind"] not in {"Namespace", "ClusterRole", "ClusterRoleBinding"}]
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+    namespaced = [o for o in objects if o["kind"] not in cluster_scoped]
     assert {o["metadata"].get("namespace") for o in namespaced if "Webhook" not in o["kind"]} == {namespace}
+    converted = [o for o in objects if o["kind"] == "CustomResourceDefinition" and o["spec"].get("conversion")]
+    assert len(converted) == 3
+    for crd in converted:
+        service = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+        assert (service["namespace"], service["name"]) == (namespace, "queueing-turnstile-conversion-service")
 
     [deployment] = [o for o in objects if o["kind"] == "Deployment"]
     [container] = deployment["spec"]["template"]["spec"]["containers"]

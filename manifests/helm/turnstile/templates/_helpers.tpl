@@ -39,6 +39,10 @@ app.kubernetes.io/component: controller-manager
 {{- include "turnstile.fullname" . -}}-webhook-service
 {{- end -}}
 
+{{- define "turnstile.conversionServiceName" -}}
+{{- include "turnstile.fullname" . -}}-conversion-service
+{{- end -}}
+
 {{- define "turnstile.tlsSecretName" -}}
 {{- include "turnstile.fullname" . -}}-webhook-server-cert
 {{- end -}}
