@@ -261,16 +261,7 @@ def update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
     if reserved_before and reserved_after and new_spec.get("queueName") != old_spec.get("queueName"):
         errors.append(immutable("spec.queueName", "cannot change while the Workload has quota reserved"))
     if reserved_before and reserved_after:
-        for field in ("priorityClassSource", "priorityClassRef"):
-            if new_spec.get(field) != old_spec.get(field):
-                errors.append(immutable(child("spec", field), "cannot change while the Workload has quota reserved"))
-        source = new_spec.get("priorityClassSource")
-        if source == c.POD_PRIORITY_CLASS_SOURCE and new_spec.get("priorityClassName") != old_spec.get(
-            "priorityClassName"
-        ):
-            errors.append(
-                immutable("spec.priorityClassName", "a pod PriorityClass cannot change while quota is reserved")
-            )
+        errors += _priority_class_errors(new_spec, old_spec)
         before, after = _reclaimable(old), _reclaimable(new)
         for name, count in before.items():
             if name not in after:
@@ -301,3 +292,27 @@ def update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
     elif cluster is not None and cluster != old_status.get("clusterName"):
         errors.append(forbidden("status.clusterName", "cannot change once set"))
     return errors
+
+
+def _priority_class_errors(new_spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
+    """While quota is reserved the kind of priority class is fixed; the name of a WorkloadPriorityClass may change
+    (the job's priority-class label moved), that of a pod PriorityClass may not. v1beta2 says it with
+    ``priorityClassRef`` (group, kind, name), v1beta1 with ``priorityClassSource`` and ``priorityClassName``."""
+    new_ref, old_ref = new_spec.get("priorityClassRef"), old_spec.get("priorityClassRef")
+    if isinstance(new_ref, Mapping) or isinstance(old_ref, Mapping):
+        new_ref, old_ref = new_ref or {}, old_ref or {}
+        kind_of = ("group", "kind")
+        if bool(new_ref) != bool(old_ref) or any(new_ref.get(f) != old_ref.get(f) for f in kind_of):
+            return [immutable("spec.priorityClassRef", "its kind cannot change while the Workload has quota reserved")]
+        if new_ref.get("group") == "scheduling.k8s.io" and new_ref.get("name") != old_ref.get("name"):
+            return [
+                immutable("spec.priorityClassRef.name", "a pod PriorityClass cannot change while quota is reserved")
+            ]
+        return []
+    if new_spec.get("priorityClassSource") != old_spec.get("priorityClassSource"):
+        return [immutable("spec.priorityClassSource", "cannot change while the Workload has quota reserved")]
+    if new_spec.get("priorityClassSource") == c.POD_PRIORITY_CLASS_SOURCE and new_spec.get(
+        "priorityClassName"
+    ) != old_spec.get("priorityClassName"):
+        return [immutable("spec.priorityClassName", "a pod PriorityClass cannot change while quota is reserved")]
+    return []

@@ -153,3 +153,53 @@ def test_only_turnstile_sets_the_priority(user: str, allowed: bool) -> None:
     assert verdict.allowed is allowed
     if not allowed:
         assert "spec.priority" in verdict.message
+
+
+def with_class(workload: dict[str, Any], group: str, kind: str, name: str) -> dict[str, Any]:
+    workload = copy.deepcopy(workload)
+    workload["apiVersion"] = "kueue.x-k8s.io/v1beta2"
+    workload["spec"] |= {"priority": 10, "priorityClassRef": {"group": group, "kind": kind, "name": name}}
+    return workload
+
+
+@pytest.mark.parametrize(
+    ("old_class", "new_class", "refused"),
+    [
+        pytest.param(
+            ("kueue.x-k8s.io", "WorkloadPriorityClass", "low"),
+            ("kueue.x-k8s.io", "WorkloadPriorityClass", "high"),
+            None,
+            id="workload-priority-class-name-follows-the-label",
+        ),
+        pytest.param(
+            ("scheduling.k8s.io", "PriorityClass", "low"),
+            ("scheduling.k8s.io", "PriorityClass", "high"),
+            "spec.priorityClassRef.name",
+            id="pod-priority-class-name-fixed",
+        ),
+        pytest.param(
+            ("scheduling.k8s.io", "PriorityClass", "low"),
+            ("kueue.x-k8s.io", "WorkloadPriorityClass", "low"),
+            "spec.priorityClassRef",
+            id="kind-fixed",
+        ),
+    ],
+)
+def test_v1beta2_priority_class_while_quota_is_reserved(
+    old_class: tuple[str, str, str], new_class: tuple[str, str, str], refused: str | None
+) -> None:
+    def by_turnstile(new: dict[str, Any], old: dict[str, Any]) -> str | None:  # only Turnstile sets the class
+        options = AdmissionOptions(trusted_users=frozenset({TURNSTILE_USER}))
+        request = make_request(new, operation="UPDATE", old=old, user=TURNSTILE_USER)
+        verdict = workload_policy.validate(request, StaticView(), options)
+        return None if verdict.allowed else verdict.message
+
+    reserved = make_workload(reserved=True, admission=admission(assignment()))
+    message = by_turnstile(with_class(reserved, *new_class), with_class(reserved, *old_class))
+    if refused is None:
+        assert message is None
+    else:
+        assert message is not None
+        assert refused in message
+    # Pending, anything may change.
+    assert by_turnstile(with_class(make_workload(), *new_class), with_class(make_workload(), *old_class)) is None
