@@ -79,10 +79,11 @@ def _previous_turnstile_state(cluster: LocalCluster) -> list[str]:
     lq["spec"] = {"clusterQueue": CQ}
     for obj in (flavor, cq, lq):
         _create(cluster, obj)
+    # Resources name their version: kubectl's discovery cache may still hold the CRDs the fixture replaced.
     usage = [{"name": FLAVOR, "resources": [{"name": "cpu", "total": "2"}]}]
     lq_status = {"admittedWorkloads": 2, "reservingWorkloads": 2, "pendingWorkloads": 0, "flavorUsage": usage}
     cluster.kubectl(
-        "patch", "localqueue", "queue", "-n", NS, "--subresource=status", "--type=merge",
+        "patch", "localqueues.v1beta1.kueue.x-k8s.io", "queue", "-n", NS, "--subresource=status", "--type=merge",
         "-p", json.dumps({"status": lq_status}),
     )  # fmt: skip
 
@@ -103,7 +104,7 @@ def _previous_turnstile_state(cluster: LocalCluster) -> list[str]:
         status = convert(wl_life.admitted(stored, admission, now=NOW), V1BETA1)["status"]
         status["accumulatedPastExexcutionTimeSeconds"] = 5
         cluster.kubectl(
-            "patch", "workload", stored["metadata"]["name"], "-n", NS, "--subresource=status", "--type=merge",
+            "patch", "workloads.v1beta1.kueue.x-k8s.io", stored["metadata"]["name"], "-n", NS, "--subresource=status", "--type=merge",
             "-p", json.dumps({"status": status}),
         )  # fmt: skip
         infos = podset_infos(admission, {FLAVOR: flavor})
