@@ -1,20 +1,22 @@
 """End to end: 1,000 Jobs through 30 ClusterQueues, from API create to all admitted, against a real API server.
 
-Starts its own control plane (etcd, kube-apiserver, kube-controller-manager for the Job controller) and one
-``turnstile run`` process in a temporary directory, on loopback only. The shape is Kueue's scheduler baseline
-(``test/performance/scheduler/configs/baseline``) scaled down: 5 cohorts x 6 ClusterQueues, each with nominal
-20 CPU and borrowingLimit 100; Jobs of one pod each, 70% small (1 CPU), 20% medium (5 CPU), 10% large (20 CPU),
-spread round-robin over the 30 LocalQueues (3,700 CPU asked for, 600 CPU of quota: not all fit at once).
-No preemption, no priorities (the baseline's are left out).
+Starts its own control plane (etcd, kube-apiserver, kube-controller-manager for the Job controller, kube-scheduler
+and kwok with ``NODES`` simulated nodes of ``NODE_CPU`` CPU each: more than all the quota, so every admitted pod can
+be placed) and one ``turnstile run`` process in a temporary directory, on loopback only. The shape is Kueue's
+scheduler baseline (``test/performance/scheduler/configs/baseline``) scaled down: 5 cohorts x 6 ClusterQueues,
+each with nominal 20 CPU and borrowingLimit 100; Jobs of one pod each, 70% small (1 CPU), 20% medium (5 CPU), 10%
+large (20 CPU), spread round-robin over the 30 LocalQueues (3,700 CPU asked for, 600 CPU of quota: not all fit at
+once). No preemption, no priorities (the baseline's are left out).
 
 Jobs are created through the API (POST, 8 client threads, each create goes through Turnstile's mutating and
-validating webhooks), in a seeded shuffled order. A job "runs" for ``--runtime`` seconds: its pod is marked
-Succeeded that long after it first shows up (as a kubelet would), the Job controller completes the Job, and
-Turnstile finishes its Workload and frees the quota. The clock starts at the first create and stops when every
-Workload has been admitted at least once (read from the API server every 500 ms); the run then waits for every
-Workload to finish. Reported: wall time, admissions per second, time to create, CPU seconds (utime + stime from
-/proc/<pid>/stat) of kube-apiserver, etcd, kube-controller-manager, Turnstile and this driver over the measured
-interval, Turnstile's scheduling-pass figures from its metrics, and the machine.
+validating webhooks), in a seeded shuffled order. A job "runs" for ``--runtime`` seconds: kube-scheduler binds its
+pod to a node, kwok makes it Running and, that long later (the pod's ``turnstile.x-k8s.io/run-time`` annotation),
+Succeeded; the Job controller completes the Job, and Turnstile finishes its Workload and frees the quota. The
+clock starts at the first create and stops when every Workload has been admitted at least once (read from the API
+server every 500 ms); the run then waits for every Workload to finish. Reported: wall time, admissions per second,
+time to create, CPU seconds (utime + stime from /proc/<pid>/stat) of kube-apiserver, etcd,
+kube-controller-manager, kube-scheduler, kwok, Turnstile and this driver over the measured interval, Turnstile's
+scheduling-pass figures from its metrics, and the machine.
 
 Usage: ``.venv/bin/python -m bench.e2e [--jobs 1000 --runtime 1.0 --timeout 600 --profile out.prof]``.
 """
@@ -28,15 +30,16 @@ import random
 import re
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from webhook.localclient import ApiError, LocalClient
 from webhook.localcluster import LocalCluster
+from webhook.localnodes import RUN_TIME_ANNOTATION
 from webhook.localturnstile import LocalTurnstile
 
 JSON = dict[str, Any]
@@ -46,6 +49,7 @@ NOMINAL, BORROWING_LIMIT = "20", "100"
 # (share of jobs, class, CPU per job)
 MIX = ((0.7, "small", "1"), (0.2, "medium", "5"), (0.1, "large", "20"))
 SEED = 1
+NODES, NODE_CPU = 10, "100"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -102,7 +106,12 @@ def queue_objects() -> list[JSON]:
     return objects
 
 
-def jobs(count: int) -> list[JSON]:
+def node_profile() -> JSON:
+    capacity = {"cpu": NODE_CPU, "memory": "1Ti", "pods": "250"}
+    return {"nodes": [{"name": "bench", "count": NODES, "capacity": capacity}]}
+
+
+def jobs(count: int, runtime: float) -> list[JSON]:
     queues = [f"lq-{c}-{q}" for c in range(COHORTS) for q in range(QUEUES_PER_COHORT)]
     sizes = [(cls, cpu) for share, cls, cpu in MIX for _ in range(round(share * count))][:count]
     sizes += [("small", "1")] * (count - len(sizes))
@@ -122,56 +131,18 @@ def jobs(count: int) -> list[JSON]:
                     "parallelism": 1,
                     "completions": 1,
                     "template": {
+                        "metadata": {"annotations": {RUN_TIME_ANNOTATION: f"{runtime}s"}},
                         "spec": {
                             "restartPolicy": "Never",
                             "containers": [
                                 {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
                             ],
-                        }
+                        },
                     },
                 },
             }
         )
     return out
-
-
-@dataclass
-class Finisher:
-    """Plays kubelet: a Pending pod is marked Succeeded ``runtime`` seconds after it is first seen."""
-
-    client: LocalClient
-    runtime: float
-    stop: threading.Event = field(default_factory=threading.Event)
-    first_seen: dict[str, float] = field(default_factory=dict)
-    finished: set[str] = field(default_factory=set)
-
-    def run(self) -> None:
-        path = f"/api/v1/namespaces/{NAMESPACE}/pods"
-        patch = {"status": {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}}
-
-        def succeed(name: str) -> bool:
-            try:
-                self.client.merge_patch(f"{path}/{name}/status", patch)
-            except (ApiError, OSError):
-                return False
-            return True
-
-        with ThreadPoolExecutor(4, thread_name_prefix="finisher") as pool:
-            while not self.stop.wait(0.1):
-                try:  # only Pending pods: listing all of them 10 times a second loaded the API server we measure
-                    pods = self.client.get(path + "?fieldSelector=status.phase%3DPending")["items"]
-                except (ApiError, OSError):
-                    continue
-                now = time.monotonic()
-                due = []
-                for pod in pods:
-                    uid = pod["metadata"]["uid"]
-                    if uid in self.finished or (pod.get("status") or {}).get("phase") != "Pending":
-                        continue
-                    if now - self.first_seen.setdefault(uid, now) >= self.runtime:
-                        due.append((uid, pod["metadata"]["name"]))
-                done = pool.map(lambda pod: succeed(pod[1]), due)
-                self.finished |= {uid for (uid, _), ok in zip(due, done, strict=True) if ok}
 
 
 def create_all(client: LocalClient, bodies: list[JSON]) -> float:
@@ -213,9 +184,13 @@ def metric_sum(text: str, name: str) -> float:
 def run(args: argparse.Namespace) -> int:
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(prefix="turnstile-bench-", dir=base) as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster")
-        turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", python_args=_profile_args(args))
-        finisher: Finisher | None = None
+        profile = Path(tmp) / "nodes.yaml"
+        profile.write_text(yaml.safe_dump(node_profile()))
+        cluster = LocalCluster(Path(tmp) / "cluster", nodes=profile)
+        # Turnstile's default lease timings, not LocalTurnstile's quick ones (6 s/4 s, for failover tests): on a
+        # loaded 2-core machine a renewal slower than 4 s stopped the process in the middle of the run.
+        lease = {"leaderElection": {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}}
+        turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", config=lease, python_args=_profile_args(args))
         try:
             print("starting the control plane and Turnstile...", file=sys.stderr)
             cluster.start()
@@ -227,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                 plural = obj["kind"].lower() + "s"
                 ns = f"/namespaces/{NAMESPACE}" if obj["kind"] == "LocalQueue" else ""
                 client.create(f"/{group}{ns}/{plural}", obj)
-            bodies = jobs(args.jobs)
+            bodies = jobs(args.jobs, args.runtime)
             time.sleep(2.0)  # let Turnstile's cache see the queues before the clock starts
 
             assert cluster.state is not None
@@ -235,8 +210,6 @@ def run(args: argparse.Namespace) -> int:
             pids = dict(cluster.state.pids) | {"turnstile": turnstile.process.pid, "driver": os.getpid()}
             cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             metrics_before = turnstile.metrics()
-            finisher = Finisher(LocalClient(cluster), args.runtime)
-            threading.Thread(target=finisher.run, name="finisher", daemon=True).start()
 
             started = time.monotonic()
             create_seconds = create_all(client, bodies)
@@ -255,14 +228,14 @@ def run(args: argparse.Namespace) -> int:
             if admitted_at is None:
                 print(f"TIMEOUT after {args.timeout:.0f}s: {admitted} of {args.jobs} admitted", file=sys.stderr)
                 return 1
-            finisher.stop.set()
 
             wall = admitted_at - started
             print(f"machine: {machine()}")
             print(
                 f"jobs: {args.jobs} ({', '.join(f'{int(s * 100)}% {c} {cpu} CPU' for s, c, cpu in MIX)}), "
                 f"{COHORTS * QUEUES_PER_COHORT} ClusterQueues in {COHORTS} cohorts, nominal {NOMINAL} CPU, "
-                f"borrowingLimit {BORROWING_LIMIT}, runtime {args.runtime:.1f}s, API creates with 8 threads"
+                f"borrowingLimit {BORROWING_LIMIT}, runtime {args.runtime:.1f}s, API creates with 8 threads; "
+                f"{NODES} simulated nodes of {NODE_CPU} CPU (kube-scheduler + kwok)"
             )
             print(f"created all in {create_seconds:.1f}s ({args.jobs / create_seconds:.0f}/s through the webhooks)")
             print(f"all admitted after {wall:.1f}s: {args.jobs / wall:.1f} admissions/s")
@@ -281,8 +254,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"Turnstile: {passes:.0f} passes, snapshot + schedule {seconds / passes * 1000:.1f} ms each")
             return 0
         finally:
-            if finisher is not None:
-                finisher.stop.set()
+            if turnstile.process is not None and turnstile.process.poll() is not None:
+                print(f"Turnstile exited with {turnstile.process.returncode}; the end of its log:", file=sys.stderr)
+                print(turnstile.log_file.read_text()[-4000:], file=sys.stderr)
             turnstile.stop()
             cluster.stop()
 
@@ -294,7 +268,7 @@ def _profile_args(args: argparse.Namespace) -> tuple[str, ...]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--runtime", type=float, default=1.0, help="seconds a job runs once its pod exists")
+    parser.add_argument("--runtime", type=float, default=1.0, help="seconds a job's pod runs once it is Running")
     parser.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds")
     parser.add_argument("--profile", default="", help="run Turnstile under cProfile, writing this file")
     sys.exit(run(parser.parse_args()))
