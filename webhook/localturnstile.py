@@ -58,6 +58,8 @@ class LocalTurnstile:
         } | (config or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.ca_pem = b""  # the CA of the serving certificate of the last start
+        self._conversion_patched: bytes | None = None  # the caBundle the CRDs point at this process with
+        self._conversion_probed = False
         self.restarts = 0
 
     @property
@@ -124,11 +126,16 @@ class LocalTurnstile:
         if timeout is not None:
             self._wait_effective(timeout)
 
-    def register_conversion(self, ca_pem: bytes) -> None:
-        """Points the conversion webhook of the CRDs whose versions differ at this process."""
+    def register_conversion(self, ca_pem: bytes, *, force: bool = False) -> None:
+        """Points the conversion webhook of the CRDs whose versions differ at this process (once: a restart keeps
+        the port and the CA, so the CRDs need no new patch unless ``force``)."""
+        if ca_pem == self._conversion_patched and not force:
+            return
         conversion = json.dumps(conversion_patch(ca_bundle=ca_pem, url=f"https://127.0.0.1:{self.port}"))
         for crd in CONVERTED_CRDS:
             self.cluster.kubectl("patch", "crd", crd, "--type=merge", "-p", conversion)
+        self._conversion_patched = ca_pem
+        self._conversion_probed = False
 
     def unregister(self) -> None:
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
@@ -202,11 +209,14 @@ class LocalTurnstile:
                     "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
                 )
                 mutated = done.returncode == 0 and json.loads(done.stdout)["spec"].get("suspend") is True
+            if mutated and self._conversion_probed:
+                return
             if mutated:
                 done = self.cluster.kubectl(
                     "create", "--dry-run=server", "-o", "name", "-f", "-", input=json.dumps(converted), check=False
                 )
-                if done.returncode == 0:
+                self._conversion_probed = done.returncode == 0
+                if self._conversion_probed:
                     return
             time.sleep(0.3)
         raise ClusterError(f"the API server did not call the webhook within {timeout:.0f}s; see {self.log_file}")

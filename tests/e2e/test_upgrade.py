@@ -177,7 +177,7 @@ def test_upgrade_in_place_keeps_admissions_running_jobs_and_quota(old_cluster: L
             read = cluster.kubectl("get", f"{plural}.v1beta2.kueue.x-k8s.io", "-A", "-o", "name", check=False)
             assert read.returncode == 0, f"{plural}: {read.stderr}"
         assert cluster.kubectl("get", "workloads.v1beta1.kueue.x-k8s.io", "-A", check=False).returncode != 0
-        turnstile.register_conversion(turnstile.ca_pem)
+        turnstile.register_conversion(turnstile.ca_pem, force=True)
 
         # 6. Nothing lost: still admitted, Jobs never suspended (a suspension bumps the generation), quota once.
         for w in _workloads(cluster).values():
