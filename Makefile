@@ -52,3 +52,8 @@ bench: $(STAMP)
 clean:
 	-$(BIN)/turnstile cluster down
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# Conversion webhook: ConversionReviews of 500 Workloads over TLS, and a 5,000-Workload list read as v1beta1.
+.PHONY: bench-conversion
+bench-conversion: $(STAMP) controlplane
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.conversion
