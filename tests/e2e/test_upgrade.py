@@ -31,7 +31,7 @@ from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.jobs.naming import job_workload_name
 from webhook.jobs.podset import podset_infos
-from webhook.localcluster import REPO_ROOT, LocalCluster
+from webhook.localcluster import REPO_ROOT, ClusterError, LocalCluster
 from webhook.localturnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,12 @@ def old_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
     """A cluster with the previous CRDs: today's are removed before anything is stored, the old ones installed."""
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path_factory.getbasetemp()
     local = LocalCluster(Path(base) / f"turnstile-upgrade-{os.getpid()}")
-    local.start()
+    try:
+        local.start()
+    except ClusterError:  # a free port taken by another process between choosing it and binding: once more
+        local.stop()
+        local = LocalCluster(Path(base) / f"turnstile-upgrade-{os.getpid()}-again")
+        local.start()
     try:
         local.kubectl("delete", "crd", *CRDS, "--wait=true")
         local.kubectl("apply", "-f", str(OLD_CRDS))
