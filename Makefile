@@ -62,3 +62,8 @@ image:
 # helm, built from its Go module into ~/.cache/turnstile/ (Debian bookworm does not package it).
 helm:
 	bash hack/build-helm.sh
+
+# Conversion webhook: ConversionReviews of 500 Workloads over TLS, and a 5,000-Workload list read as v1beta1.
+.PHONY: bench-conversion
+bench-conversion: $(STAMP) controlplane
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.conversion

@@ -75,7 +75,7 @@ def machine() -> str:
 
 def queue_objects() -> list[JSON]:
     objects: list[JSON] = [
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "default"}}
     ]
     for c in range(COHORTS):
         for q in range(QUEUES_PER_COHORT):
@@ -83,11 +83,11 @@ def queue_objects() -> list[JSON]:
             quota = {"name": "cpu", "nominalQuota": NOMINAL, "borrowingLimit": BORROWING_LIMIT}
             objects.append(
                 {
-                    "apiVersion": "kueue.x-k8s.io/v1beta1",
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
                     "kind": "ClusterQueue",
                     "metadata": {"name": name},
                     "spec": {
-                        "cohort": f"cohort-{c}",
+                        "cohortName": f"cohort-{c}",
                         "namespaceSelector": {},
                         "resourceGroups": [
                             {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [quota]}]}
@@ -97,7 +97,7 @@ def queue_objects() -> list[JSON]:
             )
             objects.append(
                 {
-                    "apiVersion": "kueue.x-k8s.io/v1beta1",
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
                     "kind": "LocalQueue",
                     "metadata": {"name": f"lq-{c}-{q}", "namespace": NAMESPACE},
                     "spec": {"clusterQueue": name},
@@ -167,7 +167,7 @@ def create_all(client: LocalClient, bodies: list[JSON]) -> float:
 
 def progress(client: LocalClient) -> tuple[int, int, int]:
     """(Workloads, ever admitted (admission set or Finished), finished) as the API server sees them."""
-    items = client.get(f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{NAMESPACE}/workloads")["items"]
+    items = client.get(f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NAMESPACE}/workloads")["items"]
     admitted = finished = 0
     for wl in items:
         status = wl.get("status") or {}
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
             client = LocalClient(cluster)
             client.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
             for obj in queue_objects():
-                group = "apis/kueue.x-k8s.io/v1beta1"
+                group = "apis/kueue.x-k8s.io/v1beta2"
                 plural = obj["kind"].lower() + "s"
                 ns = f"/namespaces/{NAMESPACE}" if obj["kind"] == "LocalQueue" else ""
                 client.create(f"/{group}{ns}/{plural}", obj)

@@ -31,6 +31,7 @@ from webhook.admission.registration import (
     render_webhook_configurations,
 )
 from webhook.config import parse_config
+from webhook.localclient import ApiError, LocalClient
 from webhook.localcluster import ClusterError, LocalCluster, free_port
 from webhook.tls import issue_webhook_certificates
 
@@ -63,6 +64,7 @@ class LocalTurnstile:
         } | (config or {})
         self.process: subprocess.Popen[bytes] | None = None
         self.ca_pem = b""  # the CA of the serving certificate of the last start
+        self._conversion_probed = False  # a v1beta1 dry run went through our /convert since the last patch
         self.restarts = 0
 
     @property
@@ -111,12 +113,19 @@ class LocalTurnstile:
             self.register_conversion(certs.ca_pem)
         self._wait_ready(certs.ca_pem, timeout)
         if register:
-            self.register(certs.ca_pem)
+            self._apply_webhook_configurations(certs.ca_pem)
             self._wait_effective(timeout)
 
     def register(self, ca_pem: bytes | None = None, *, timeout: float | None = None) -> None:
-        """Points the webhook configurations at this process (with ``timeout``: and waits until they take effect)."""
+        """Points the webhook configurations and the CRDs' conversion webhook at this process (with ``timeout``:
+        and waits until they take effect)."""
         ca_pem = ca_pem if ca_pem is not None else self.ca_pem
+        self._apply_webhook_configurations(ca_pem)
+        self.register_conversion(ca_pem)
+        if timeout is not None:
+            self._wait_effective(timeout)
+
+    def _apply_webhook_configurations(self, ca_pem: bytes) -> None:
         own = str(self._config["namespace"])
         # Rendered from the configuration, as the manifests are: its integrations and namespace policy.
         config = parse_config(self._config)
@@ -130,15 +139,28 @@ class LocalTurnstile:
         )
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(mutating))
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=json.dumps(validating))
-        self.register_conversion(ca_pem)
-        if timeout is not None:
-            self._wait_effective(timeout)
 
-    def register_conversion(self, ca_pem: bytes) -> None:
-        """Points the conversion webhook of the CRDs whose versions differ at this process."""
-        conversion = json.dumps(conversion_patch(ca_bundle=ca_pem, url=f"https://127.0.0.1:{self.port}"))
-        for crd in CONVERTED_CRDS:
-            self.cluster.kubectl("patch", "crd", crd, "--type=merge", "-p", conversion)
+    def register_conversion(self, ca_pem: bytes, *, force: bool = False) -> None:
+        """Points the conversion webhook of the CRDs whose versions differ at this process. A restart keeps the
+        port and the CA, so one read usually shows there is nothing to patch (unless ``force``)."""
+        wanted = conversion_patch(ca_bundle=ca_pem, url=f"https://127.0.0.1:{self.port}")
+        client = wanted["spec"]["conversion"]["webhook"]["clientConfig"]
+        api = LocalClient(self.cluster)  # direct calls: this runs on every (re)start and takeover, kubectl is slow
+        try:
+            paths = [f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}" for crd in CONVERTED_CRDS]
+            if not force:
+                current = [api.get(p)["spec"].get("conversion", {}).get("webhook", {}) for p in paths]
+                if all(
+                    (c.get("clientConfig", {}).get("url"), c.get("clientConfig", {}).get("caBundle"))
+                    == (client["url"], client["caBundle"])
+                    for c in current
+                ):
+                    return
+            for path in paths:
+                api.merge_patch(path, wanted)
+        finally:
+            api.close()
+        self._conversion_probed = False
 
     def unregister(self) -> None:
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
@@ -185,7 +207,8 @@ class LocalTurnstile:
         raise ClusterError(f"turnstile was not ready within {timeout:.0f}s; see {self.log_file}")
 
     def _wait_effective(self, timeout: float) -> None:
-        """The API server picks up webhook configurations asynchronously: probe until a Job is mutated."""
+        """The API server picks up webhook configurations asynchronously: probe until a Job is mutated, and (once
+        per conversion patch) until a v1beta1 LocalQueue, which is stored only once /convert answers, dry-runs."""
         self.cluster.kubectl("create", "namespace", PROBE_NAMESPACE, check=False)
         probe = {
             "apiVersion": "batch/v1",
@@ -197,26 +220,30 @@ class LocalTurnstile:
                 }
             },
         }
-        # Storing a v1beta1 LocalQueue needs its conversion to v1beta2, so only a working /convert lets it through.
         converted = {
             "apiVersion": "kueue.x-k8s.io/v1beta1",
             "kind": "LocalQueue",
             "metadata": {"name": "probe", "namespace": PROBE_NAMESPACE},
             "spec": {"clusterQueue": "probe"},
         }
+        lq_path = f"/apis/kueue.x-k8s.io/v1beta1/namespaces/{PROBE_NAMESPACE}/localqueues?dryRun=All"
         deadline = time.monotonic() + timeout
         mutated = False
-        while time.monotonic() < deadline:
-            if not mutated:
-                done = self.cluster.kubectl(
-                    "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
-                )
-                mutated = done.returncode == 0 and json.loads(done.stdout)["spec"].get("suspend") is True
-            if mutated:
-                done = self.cluster.kubectl(
-                    "create", "--dry-run=server", "-o", "name", "-f", "-", input=json.dumps(converted), check=False
-                )
-                if done.returncode == 0:
+        api = LocalClient(self.cluster)
+        try:
+            while time.monotonic() < deadline:
+                if not mutated:
+                    done = self.cluster.kubectl(
+                        "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(probe), check=False
+                    )
+                    mutated = done.returncode == 0 and json.loads(done.stdout)["spec"].get("suspend") is True
+                if mutated and not self._conversion_probed:
+                    with contextlib.suppress(ApiError, OSError):
+                        api.create(lq_path, converted)
+                        self._conversion_probed = True
+                if mutated and self._conversion_probed:
                     return
-            time.sleep(0.3)
+                time.sleep(0.3)
+        finally:
+            api.close()
         raise ClusterError(f"the API server did not call the webhook within {timeout:.0f}s; see {self.log_file}")

@@ -31,7 +31,7 @@ from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.jobs.naming import job_workload_name
 from webhook.jobs.podset import podset_infos
-from webhook.localcluster import REPO_ROOT, LocalCluster
+from webhook.localcluster import REPO_ROOT, ClusterError, LocalCluster
 from webhook.localturnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,12 @@ def old_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClust
     """A cluster with the previous CRDs: today's are removed before anything is stored, the old ones installed."""
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path_factory.getbasetemp()
     local = LocalCluster(Path(base) / f"turnstile-upgrade-{os.getpid()}")
-    local.start()
+    try:
+        local.start()
+    except ClusterError:  # a free port taken by another process between choosing it and binding: once more
+        local.stop()
+        local = LocalCluster(Path(base) / f"turnstile-upgrade-{os.getpid()}-again")
+        local.start()
     try:
         local.kubectl("delete", "crd", *CRDS, "--wait=true")
         local.kubectl("apply", "-f", str(OLD_CRDS))
@@ -104,8 +109,8 @@ def _previous_turnstile_state(cluster: LocalCluster) -> list[str]:
         status = convert(wl_life.admitted(stored, admission, now=NOW), V1BETA1)["status"]
         status["accumulatedPastExexcutionTimeSeconds"] = 5
         cluster.kubectl(
-            "patch", "workloads.v1beta1.kueue.x-k8s.io", stored["metadata"]["name"], "-n", NS, "--subresource=status", "--type=merge",
-            "-p", json.dumps({"status": status}),
+            "patch", "workloads.v1beta1.kueue.x-k8s.io", stored["metadata"]["name"], "-n", NS,
+            "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}),
         )  # fmt: skip
         infos = podset_infos(admission, {FLAVOR: flavor})
         released = batch_job.released(get(cluster, "job", name, NS), infos)
@@ -178,7 +183,7 @@ def test_upgrade_in_place_keeps_admissions_running_jobs_and_quota(old_cluster: L
             read = cluster.kubectl("get", f"{plural}.v1beta2.kueue.x-k8s.io", "-A", "-o", "name", check=False)
             assert read.returncode == 0, f"{plural}: {read.stderr}"
         assert cluster.kubectl("get", "workloads.v1beta1.kueue.x-k8s.io", "-A", check=False).returncode != 0
-        turnstile.register_conversion(turnstile.ca_pem)
+        turnstile.register_conversion(turnstile.ca_pem, force=True)
 
         # 6. Nothing lost: still admitted, Jobs never suspended (a suspension bumps the generation), quota once.
         for w in _workloads(cluster).values():

@@ -98,3 +98,6 @@ class ConversionServer:
             await server.run_until(self._stop)
         finally:
             await server.close()
+            # Closing a transport closes its socket on a later loop turn: give the API server's keep-alive
+            # connections those turns before the loop goes away (else an unclosed-socket ResourceWarning).
+            await asyncio.sleep(0.2)
