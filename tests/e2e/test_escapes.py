@@ -14,6 +14,7 @@ namespace-policy case); every test namespace here is labelled so, except where a
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -162,29 +163,89 @@ def test_row1_raising_parallelism_of_a_running_job_is_refused(env: Env) -> None:
 # -- row 2 ------------------------------------------------------------------------------------------------
 
 
+HOLD_PROBE = "test.turnstile.x-k8s.io/hold-probe"
+
+
+@contextlib.contextmanager
+def _slow_release(env: Env, job_name: str) -> Iterator[None]:
+    """Holds back anyone's unsuspend of one Job (a ValidatingAdmissionPolicy, enforced by the API server itself):
+    the window in which a reconciler that is slow to re-release a user-suspended job leaves it suspended. Turnstile
+    keeps serving its webhooks meanwhile; only its re-release is refused, and retried once the policy goes."""
+    name = f"hold-{env.namespace}"[:63]
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["jobs"]}
+                ]
+            },
+            "matchConditions": [{"name": "this-job", "expression": f"object.metadata.name == '{job_name}'"}],
+            "validations": [
+                {
+                    "expression": "!(oldObject.spec.suspend == true && object.spec.suspend == false)",
+                    "message": "held suspended by the test",
+                },
+                {  # lets the test see when the policy is in force
+                    "expression": "!has(object.metadata.annotations)"
+                    f" || !('{HOLD_PROBE}' in object.metadata.annotations)",
+                    "message": "the hold is in force",
+                },
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": env.namespace}}},
+        },
+    }
+    apply(env.cluster, policy, binding)
+
+    def in_force() -> bool:
+        probe = env.cluster.kubectl(
+            "annotate", "job", job_name, "-n", env.namespace, "--dry-run=server", f"{HOLD_PROBE}=x", check=False
+        )
+        return "the hold is in force" in probe.stderr
+
+    eventually(in_force, what="the hold to be in force")
+    try:
+        yield
+    finally:
+        env.cluster.kubectl("delete", "validatingadmissionpolicybinding", name, check=False)
+        env.cluster.kubectl("delete", "validatingadmissionpolicy", name, check=False)
+
+
 def test_row2_bigger_pods_after_a_suspend_are_queued_again_not_run(env: Env) -> None:
     with env.watch() as watch:
         env.alice.create(_job(env, "grow"))
         env.running("grow", 2)
-        # Suspend and raise the pods' requests (Kubernetes 1.36 allows it for a suspended Job). Turnstile releases
-        # an admitted job a user suspended (as Kueue does), so the two requests go straight after each other, and
-        # the user repeats until the change lands in between.
+        # Turnstile releases an admitted job a user suspended (as Kueue does); the escape needs the user's requests
+        # to land before it does. The test makes that window certain instead of racing for it.
         path = f"/apis/batch/v1/namespaces/{env.namespace}/jobs/grow"
         bigger = {
             "spec": {"template": {"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": "3"}}}]}}}
         }
-        refusals: list[str] = []
-
-        def suspended_and_grown() -> bool:
+        with _slow_release(env, "grow"):
             env.alice.api.merge_patch(path, {"spec": {"suspend": True}})
-            try:
-                env.alice.api.request("PATCH", path, bigger, content_type="application/strategic-merge-patch+json")
-            except ApiError as exc:
-                refusals.append(str(exc)[-300:])
-                return False
-            return True
+            # Kubernetes 1.36 lets a suspended Job's pod resources change once its pods are gone.
+            eventually(lambda: env.live_pods("grow") == [], what="the suspended job's pods to go")
 
-        eventually(suspended_and_grown, timeout=30, what="the requests to change while suspended")
+            def grown() -> bool:
+                try:
+                    env.alice.api.request("PATCH", path, bigger, content_type="application/strategic-merge-patch+json")
+                except ApiError:
+                    return False  # the Job controller has not yet marked it Suspended
+                return True
+
+            eventually(grown, what="the requests to change while suspended")
         # Resuming on the old admission is refused; the job is queued again with its new shape (2 x 3 CPU on a
         # 4 CPU queue: it never fits, so it never runs).
         error = env.alice.refused("patch", "job", "grow", "--type=merge", "-p", '{"spec":{"suspend":false}}')
