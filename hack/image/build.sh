@@ -5,7 +5,7 @@
 #   TURNSTILE_IMAGE       the tag (default localhost/turnstile:<version from pyproject.toml>)
 #   TURNSTILE_IMAGE_BASE  "debian" (default: built here) or "public" (the Dockerfile's python:3.11-slim default,
 #                         for machines that reach its registry)
-#   TURNSTILE_IMAGE_SOURCE  the org.opencontainers.image.source label (default: git's origin, if any)
+#   TURNSTILE_IMAGE_SOURCE  the org.opencontainers.image.source label (default: git's origin when it is a URL)
 # Prints the image name as its last line.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,8 +14,15 @@ command -v buildah >/dev/null || { echo "image: buildah is missing (apt-get inst
 version=$(python3 -c 'import tomllib; print(tomllib.load(open("pyproject.toml", "rb"))["project"]["version"])')
 image=${TURNSTILE_IMAGE:-localhost/turnstile:$version}
 args=(--build-arg "VERSION=$version")
+# The source label is a URL: git's origin when it is one (git@host:path read as https://host/path), else the
+# Dockerfile's default (a clone of a local path, as CI makes, has no URL to give).
 source=${TURNSTILE_IMAGE_SOURCE:-$(git remote get-url origin 2>/dev/null || true)}
-[ -z "$source" ] || args+=(--build-arg "SOURCE=$source")
+case $source in
+  https://*) ;;
+  git@*:*) source=${source#git@}; source="https://${source%%:*}/${source#*:}" ;;
+  *) source="" ;;
+esac
+[ -z "$source" ] || args+=(--build-arg "SOURCE=${source%.git}")
 # The builder's pip trusts what this machine's pip trusts (the CA of a TLS proxy on the way to the index), as
 # a build secret: it is never written into a layer.
 cert=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
