@@ -114,8 +114,8 @@ async def webhook_part(base: str, context: ssl.SSLContext, *, trials: int, reque
 
 def apiserver_part(tmp: Path, certs: Any, port: int, trials: int) -> None:
     from webhook.admission.conversionconfig import CONVERTED_CRDS, conversion_patch
-    from webhook.localclient import LocalClient
-    from webhook.localcluster import LocalCluster
+    from webhook.local.client import LocalClient
+    from webhook.local.cluster import LocalCluster
 
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp
     cluster = LocalCluster(base / f"turnstile-bench-conversion-{os.getpid()}")

@@ -37,10 +37,10 @@ from typing import Any
 
 import yaml
 
-from webhook.localclient import ApiError, LocalClient
-from webhook.localcluster import LocalCluster
-from webhook.localnodes import RUN_TIME_ANNOTATION
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.client import ApiError, LocalClient
+from webhook.local.cluster import LocalCluster
+from webhook.local.nodes import RUN_TIME_ANNOTATION
+from webhook.local.turnstile import LocalTurnstile
 
 JSON = dict[str, Any]
 NAMESPACE = "bench"

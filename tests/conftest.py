@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from webhook import localcluster
+    from webhook.local import commands as localcluster
 
     if args.action == "up":
         return localcluster.cli_up(Path(args.state_dir), with_turnstile=args.with_turnstile, nodes=args.nodes)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.quantity import ZERO, Quantity, parse_quantity
-from webhook.localclient import LocalClient
+from webhook.local.client import LocalClient
 
 JSON = dict[str, Any]
 FlavorResource = tuple[str, str]

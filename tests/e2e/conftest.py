@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 
 @pytest.fixture(scope="package")

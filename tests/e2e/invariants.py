@@ -27,7 +27,7 @@ from tests.e2e.apistate import QueueLimits, holds_quota, job_running, over_commi
 from webhook.api.quantity import ZERO, Quantity, parse_quantity
 from webhook.api.resources import add, pod_requests
 from webhook.jobs.naming import job_workload_name
-from webhook.localclient import LocalClient
+from webhook.local.client import LocalClient
 
 JSON = dict[str, Any]
 _PATHS = {

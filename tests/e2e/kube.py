@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from webhook.jobs.naming import job_workload_name
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 JSON = dict[str, Any]
 

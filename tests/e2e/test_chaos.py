@@ -44,9 +44,9 @@ from tests.e2e.apistate import (
 from tests.e2e.invariants import Snapshot, read_snapshot, violations
 from tests.e2e.kube import JSON, apply, cluster_queue, eventually, flavor, job, local_queue
 from webhook.jobs.naming import job_workload_name
-from webhook.localclient import ApiError, LocalClient
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.client import ApiError, LocalClient
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 

@@ -41,9 +41,9 @@ from tests.e2e.kube import (
 )
 from tests.e2e.users import User, install_user_roles
 from webhook.jobs.naming import job_workload_name
-from webhook.localclient import ApiError, LocalClient
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import PROBE_NAMESPACE, LocalTurnstile
+from webhook.local.client import ApiError, LocalClient
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import PROBE_NAMESPACE, LocalTurnstile
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

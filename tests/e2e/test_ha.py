@@ -29,9 +29,9 @@ import pytest
 from tests.e2e.apistate import ApiState, QueueLimits, Sampler, holds_quota, is_true, over_commit, read_state
 from tests.e2e.kube import apply, cluster_queue, create, eventually, finish_job_pods, flavor, get, job, local_queue
 from webhook.jobs.naming import job_workload_name
-from webhook.localclient import LocalClient
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.client import LocalClient
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

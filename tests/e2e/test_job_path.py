@@ -19,8 +19,8 @@ from tests.e2e.kube import (
     local_queue,
 )
 from webhook.jobs.naming import job_workload_name
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ import yaml
 
 from tests.e2e.kube import eventually, finish_job_pods, get, is_true
 from webhook.jobs.naming import job_workload_name
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

@@ -28,8 +28,8 @@ from tests.e2e.kube import (
     workload_of,
 )
 from webhook.jobs.naming import job_workload_name
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import PROBE_NAMESPACE, LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import PROBE_NAMESPACE, LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

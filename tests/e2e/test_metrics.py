@@ -7,8 +7,8 @@ import re
 import pytest
 
 from tests.e2e.kube import apply, cluster_queue, create, eventually, flavor, items, job, local_queue
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

@@ -32,9 +32,9 @@ from tests.e2e.kube import (
     priority_class,
     workload_of,
 )
-from webhook.localcluster import LocalCluster
-from webhook.localnodes import RUN_TIME_ANNOTATION
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.nodes import RUN_TIME_ANNOTATION
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.kube import apply, cluster_queue, create, eventually, flavor, get, is_true, local_queue, maybe_get
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

@@ -31,8 +31,8 @@ from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.jobs.naming import job_workload_name
 from webhook.jobs.podset import podset_infos
-from webhook.localcluster import REPO_ROOT, ClusterError, LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import REPO_ROOT, ClusterError, LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

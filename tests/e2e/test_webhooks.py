@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.kube import cluster_queue, create, get, job
-from webhook.localcluster import LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from tests.e2e.kube import JSON
-from webhook.localclient import LocalClient
-from webhook.localcluster import REPO_ROOT, LocalCluster
+from webhook.local.client import LocalClient
+from webhook.local.cluster import REPO_ROOT, LocalCluster
 
 USER_ROLES = REPO_ROOT / "manifests" / "deploy" / "base" / "user-roles.yaml"
 

@@ -16,7 +16,7 @@ from types import TracebackType
 from webhook.admission.conversionconfig import CONVERSION_SERVICE, CONVERTED_CRDS, conversion_patch
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import StaticView
-from webhook.localcluster import LocalCluster, free_port
+from webhook.local.cluster import LocalCluster, free_port
 from webhook.server import AdmissionServer
 from webhook.tls import issue_webhook_certificates
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 Obj = dict[str, Any]
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from webhook.localcluster import ClusterError, LocalCluster
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import ClusterError, LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 from webhook.tls import issue_webhook_certificates
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from tests.integration.conversionserver import ConversionServer, restore_committed_conversion
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ import yaml
 
 from tests.integration.dryrun import dry_run
 from webhook.config import load_config
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ import yaml
 
 from tests.e2e.kube import apply, cluster_queue, create, eventually, flavor, get, is_true, job, local_queue, workload_of
 from tests.integration.imageturnstile import ImageTurnstile, buildah, image_config
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
 

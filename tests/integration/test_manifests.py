@@ -21,8 +21,8 @@ import yaml
 from tests.e2e.kube import apply, cluster_queue, create, eventually, flavor, get, is_true, job, local_queue, workload_of
 from tests.integration.dryrun import dry_run
 from webhook.config import load_config
-from webhook.localcluster import LocalCluster, free_port
-from webhook.localturnstile import LocalTurnstile
+from webhook.local.cluster import LocalCluster, free_port
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 

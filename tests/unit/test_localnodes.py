@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook import localcluster, localnodes
 from webhook.api.quantity import parse_quantity
+from webhook.local import commands as localcommands
+from webhook.local import nodes as localnodes
 
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 
@@ -147,6 +148,6 @@ def test_resolve_names_paths_and_none(tmp_path: Path) -> None:
 def test_cluster_up_refuses_an_unknown_profile_before_starting_anything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert localcluster.cli_up(tmp_path / "state", nodes="no-such-profile") == 2
+    assert localcommands.cli_up(tmp_path / "state", nodes="no-such-profile") == 2
     assert "no profile of that name" in capsys.readouterr().err
     assert not (tmp_path / "state").exists()

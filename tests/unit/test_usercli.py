@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.doubles.fakekube import FakeKube
 from webhook.api import constants
 from webhook.cli import build_parser
 from webhook.kube import resources as r
 from webhook.kube.errors import Forbidden
-from webhook.kube.fake import FakeKube
 from webhook.usercli import commands, render, views
 
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)

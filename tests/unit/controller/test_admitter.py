@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_flavor, make_job
 from webhook.api import constants
 from webhook.controller.admitter import Admitter
@@ -12,7 +13,6 @@ from webhook.controller.events import EventRecorder
 from webhook.controller.watches import build_cache
 from webhook.jobs import batch_job
 from webhook.kube import resources as r
-from webhook.kube.fake import FakeKube
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

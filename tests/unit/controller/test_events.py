@@ -6,11 +6,11 @@ import logging
 
 import pytest
 
+from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_job
 from webhook.controller.events import EventRecorder
 from webhook.kube import resources as r
 from webhook.kube.errors import Forbidden
-from webhook.kube.fake import FakeKube
 
 
 async def test_a_refused_event_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:

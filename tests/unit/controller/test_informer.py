@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from tests.doubles.fakekube import FakeKube
 from webhook.controller.backoff import Backoff
 from webhook.controller.cache import ClusterCache
 from webhook.controller.informer import ChangeType, Informer, WatchSpec
 from webhook.controller.supervisor import Supervisor, TaskCrashed
 from webhook.kube import errors
-from webhook.kube.fake import FakeKube
 from webhook.kube.objects import Object
 from webhook.kube.resources import JOB, Resource
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_flavor, make_job
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
@@ -13,7 +14,6 @@ from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.jobs.podset import podset_infos
 from webhook.kube import resources as r
-from webhook.kube.fake import FakeKube
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 

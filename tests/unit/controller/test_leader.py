@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from tests.doubles.fakekube import FakeKube
 from webhook.controller.leader import LeaderElector, LeaseConfig, LostLeadership
-from webhook.kube.fake import FakeKube
 from webhook.kube.resources import LEASE
 
 CONFIG = LeaseConfig(namespace="turnstile-system", lease_duration=15, renew_deadline=10, retry_period=2)

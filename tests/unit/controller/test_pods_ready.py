@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_job
 from webhook.api import conditions
 from webhook.config import RequeuingStrategy, WaitForPodsReady
@@ -14,7 +15,6 @@ from webhook.controller.workloadsync import WorkloadSync
 from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.kube import resources as r
-from webhook.kube.fake import FakeKube
 from webhook.kube.objects import Object
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

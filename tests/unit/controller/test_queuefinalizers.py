@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.doubles.fakekube import FakeKube
 from webhook.api.clusterqueue import parse_cluster_queue
 from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.watches import build_cache
 from webhook.kube import resources as r
-from webhook.kube.fake import FakeKube
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 IN_USE = "kueue.x-k8s.io/resource-in-use"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from tests.doubles.fakekube import FakeKube
 from webhook.controller.storagemigration import migrate_storage, render
 from webhook.kube import resources as r
-from webhook.kube.fake import FakeKube
 
 V2 = "kueue.x-k8s.io/v1beta2"
 

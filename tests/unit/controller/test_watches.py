@@ -1,9 +1,9 @@
 import asyncio
 
+from tests.doubles.fakekube import FakeKube
 from webhook.controller.supervisor import Supervisor
 from webhook.controller.watches import CACHE_WATCHES, build_cache, start_watches
 from webhook.kube import resources as r
-from webhook.kube.fake import FakeKube
 
 
 async def test_every_cached_kind_gets_a_named_supervised_informer() -> None:

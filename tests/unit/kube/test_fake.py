@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from tests.doubles.fakekube import FakeKube
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.fake import FakeKube
 from webhook.kube.objects import Object, WatchEvent
 from webhook.kube.resources import CONFIG_MAP, JOB, NAMESPACE, WORKLOAD
 

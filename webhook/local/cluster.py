@@ -1,7 +1,7 @@
 """A real local control plane: etcd + kube-apiserver (+ kube-controller-manager when built) on loopback.
 
 Backs ``turnstile cluster up|down|status`` and the integration tests' session fixture. With a node profile
-(``webhook.localnodes``) it also runs kube-scheduler and kwok and creates simulated nodes, so that pods are
+(``webhook.local.nodes``) it also runs kube-scheduler and kwok and creates simulated nodes, so that pods are
 placed and run. The binaries are built from Go modules by ``hack/build-control-plane.sh`` and
 ``hack/build-kwok.sh`` into caches outside the repository; this module only starts and stops them. Everything
 a cluster owns (certificates, etcd data, logs, kubeconfig, pids) lives in one state directory, so ``down`` is
@@ -30,9 +30,10 @@ from typing import Any
 
 import yaml
 
-from webhook import localnodes, pki
+from webhook import pki
+from webhook.local import nodes as localnodes
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "manifests" / "crds"
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-control-plane.sh"
 KWOK_BUILD_SCRIPT = REPO_ROOT / "hack" / "build-kwok.sh"
@@ -553,74 +554,3 @@ def _terminate(pid: int, proc: subprocess.Popen[bytes] | None, grace: float = 10
 
 
 # -- the CLI's three verbs ------------------------------------------------------------------------------------
-def cli_up(state_dir: Path, *, with_turnstile: bool = False, nodes: str = localnodes.NO_NODES) -> int:
-    """``nodes``: a node profile (name in hack/nodes/ or path) or ``none`` for the bare control plane."""
-    try:
-        profile = localnodes.resolve(nodes)
-    except localnodes.NodeProfileError as exc:
-        print(f"turnstile cluster up --nodes: {exc}", file=sys.stderr)
-        return 2
-    started = time.monotonic()
-    cluster = LocalCluster(state_dir, nodes=profile)
-    if cluster.load() is not None:
-        print(f"a local cluster is already running at {cluster.server} (state in {state_dir}).")
-        print(f"  export KUBECONFIG={cluster.kubeconfig}")
-        print("Stop it with `turnstile cluster down` before starting another.")
-        return 0
-    try:
-        state = cluster.start()
-    except ClusterError as exc:
-        print(f"turnstile cluster up: {exc}", file=sys.stderr)
-        return 1
-    ready_after = time.monotonic() - started
-    if with_turnstile:
-        from webhook.localturnstile import LocalTurnstile
-
-        local = LocalTurnstile(cluster, state_dir / "turnstile")
-        try:
-            local.start()
-        except ClusterError as exc:
-            print(f"turnstile cluster up: {exc}", file=sys.stderr)
-            cluster.stop()
-            return 1
-        assert local.process is not None
-        cluster.adopt("turnstile", local.process.pid)
-        print(
-            f"Turnstile runs in front of it: webhooks on https://127.0.0.1:{local.port}, metrics on {local.metrics_url}"
-        )
-    print(f"kube-apiserver is ready at {state.server}; etcd at 127.0.0.1:{state.etcd_port}.")
-    if state.nodes:
-        print(
-            f"{len(state.nodes)} simulated nodes Ready (kwok, profile {state.node_profile}): {', '.join(state.nodes)};"
-            f" kube-scheduler places the pods. Cluster ready in {ready_after:.1f}s."
-        )
-    print(f"Processes: {', '.join(f'{n} (pid {p})' for n, p in state.pids.items())}; logs in {state_dir}/logs/.")
-    print("Use it with:")
-    print(f"  export KUBECONFIG={cluster.kubeconfig}")
-    print(f"  {state.bin_dir}/kubectl get clusterqueues")
-    print("Stop it with: turnstile cluster down")
-    return 0
-
-
-def cli_down(state_dir: Path) -> int:
-    cluster = LocalCluster(state_dir)
-    running = cluster.load()
-    if running is None and not state_dir.exists():
-        print(f"no local cluster in {state_dir}.")
-        return 0
-    cluster.stop()
-    print(f"stopped the local cluster and removed {state_dir}.")
-    return 0
-
-
-def cli_status(state_dir: Path) -> int:
-    cluster = LocalCluster(state_dir)
-    state = cluster.load()
-    if state is None:
-        print(f"no local cluster is running from {state_dir}.")
-        return 1
-    print(f"running at {state.server}: {', '.join(f'{n} (pid {p})' for n, p in state.pids.items())}")
-    if state.nodes:
-        print(f"  {len(state.nodes)} simulated nodes from {state.node_profile}: {', '.join(state.nodes)}")
-    print(f"  export KUBECONFIG={cluster.kubeconfig}")
-    return 0

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from webhook.localcluster import LocalCluster
+from webhook.local.cluster import LocalCluster
 
 JSON = dict[str, Any]
 

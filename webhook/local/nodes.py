@@ -19,7 +19,7 @@ import yaml
 
 from webhook.api.quantity import InvalidQuantity, parse_quantity
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PROFILE_DIR = REPO_ROOT / "hack" / "nodes"
 STAGES_FILE = REPO_ROOT / "hack" / "kwok-tools" / "stages.yaml"
 DEFAULT_PROFILE = "default"

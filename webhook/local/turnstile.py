@@ -31,8 +31,8 @@ from webhook.admission.registration import (
     render_webhook_configurations,
 )
 from webhook.config import parse_config
-from webhook.localclient import ApiError, LocalClient
-from webhook.localcluster import ClusterError, LocalCluster, free_port
+from webhook.local.client import ApiError, LocalClient
+from webhook.local.cluster import ClusterError, LocalCluster, free_port
 from webhook.tls import issue_webhook_certificates
 
 IDENTITY = "turnstile-controller"

@@ -24,10 +24,10 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
+from tests.doubles.faults import FaultPlan, raised
 from webhook.api import constants
 from webhook.kube import selectors
 from webhook.kube.errors import AlreadyExists, Conflict, Gone, Invalid, KubeError, NotFound, Retryable
-from webhook.kube.faults import FaultPlan, raised
 from webhook.kube.objects import (
     JsonPatch,
     MergePatch,
