@@ -23,7 +23,7 @@ from webhook.controller.events import EventRecorder
 from webhook.controller.leader import LeaderElector, LeaseConfig
 from webhook.controller.reconciler import Reconciler
 from webhook.controller.supervisor import Supervisor
-from webhook.controller.watches import build_cache, start_watches
+from webhook.controller.watches import build_cache, start_watches, watch_specs
 from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics, serving
 from webhook.server import AdmissionServer
@@ -61,8 +61,9 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
             ApiServerKube(kubeconfig=options.kubeconfig, in_cluster=options.kubeconfig is None)
         )
         supervisor = await stack.enter_async_context(Supervisor())
-        cache = build_cache()
-        start_watches(kube, cache, supervisor)
+        specs = watch_specs(config.frameworks)  # only the enabled job kinds are watched
+        cache = build_cache(specs)
+        start_watches(kube, cache, supervisor, specs=specs)
         server = AdmissionServer(
             view=cache,
             options=config.admission_options(),
@@ -93,6 +94,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
                 events=EventRecorder(kube, host=identity),
                 wait_for_pods_ready=config.wait_for_pods_ready,
                 manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
+                frameworks=config.frameworks,
             )
             if lease.leader_elect:
                 elector = LeaderElector(

@@ -11,17 +11,23 @@ from pathlib import Path
 
 import pytest
 
+from webhook.jobs import registry
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
+
+THIRD_PARTY_CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds-third-party"
 
 
 @pytest.fixture(scope="package")
 def turnstile(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalTurnstile]:
-    # The pod integration is on so the pod webhooks can be shown; Job pods are left alone (their owner is managed).
+    # Every integration of the registry is on (the pod one too, so the pod webhooks can be shown; Job pods are left
+    # alone, their owner is managed), with the third-party CRDs their kinds need (our own test schemas, and those
+    # hack/third-party-crds.sh fetches from Go modules). No third-party controller runs: the tests play its part.
+    cluster.install_crds(directory=THIRD_PARTY_CRDS)
     local = LocalTurnstile(
         cluster,
         Path(tmp_path_factory.mktemp("turnstile")),
-        config={"integrations": {"frameworks": ["batch/job", "pod"]}},
+        config={"integrations": {"frameworks": list(registry.names())}},
     )
     local.start()
     try:

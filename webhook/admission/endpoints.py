@@ -1,20 +1,24 @@
 """The webhook endpoints Turnstile serves: path, policy, whether it mutates, and what the API server sends it.
 
-One table, read by the HTTP routes (which policy answers a path) and by the registration renderer (which rules
-a webhook configuration lists). Must not: import aiohttp.
+The job kinds' endpoints come from the registry (``webhook.jobs.registry``), two per kind; the queue objects'
+are listed here. One table, read by the HTTP routes (which policy answers a path) and by the registration
+renderer (which rules a webhook configuration lists). Must not: import aiohttp.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from webhook.admission import job_policy, pod_policy, queue_policy, workload_policy
-from webhook.admission.options import BATCH_JOB_FRAMEWORK, POD_FRAMEWORK, AdmissionOptions
+from webhook.admission.options import AdmissionOptions
 from webhook.admission.review import Request
 from webhook.admission.verdict import Verdict
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
+from webhook.jobs import registry
+from webhook.jobs.adapter import JobAdapter, SuspendableAdapter
 
 Policy = Callable[[Request, ClusterView, AdmissionOptions], Verdict]
 
@@ -37,61 +41,45 @@ class Endpoint:
     # Jobs and pods live in user namespaces; queue objects are Turnstile's own API, cluster-wide or not.
     workload_kind: bool = False
     framework: str | None = None
+    # A kind managed through its pods: only pods Turnstile manages carry validating rules worth failing closed for.
+    through_pods: bool = False
+
+
+def _job_endpoints(adapter: JobAdapter) -> tuple[Endpoint, Endpoint]:
+    """The mutating and validating webhooks of one job kind: the shared job rules for a kind suspended as a
+    whole, the pod rules (gate, group) for a kind managed through its pods."""
+    kind = adapter.kind
+    if adapter.managed_through_pods:
+        mutate, validate = pod_policy.mutate, pod_policy.validate
+    else:
+        policy = job_policy.JobPolicy(cast(SuspendableAdapter, adapter))
+        mutate, validate = policy.mutate, policy.validate
+    route = f"{kind.group}/{kind.version}/{kind.plural}" if kind.group else f"{kind.version}/{kind.plural}"
+    short = kind.kind.lower()
+    common: dict[str, Any] = {
+        "group": kind.group,
+        "versions": (kind.version,),
+        "kind": kind.kind,
+        "resources": (kind.plural,),
+        "workload_kind": True,
+        "framework": adapter.framework,
+        "through_pods": adapter.managed_through_pods,
+    }
+    return (
+        Endpoint(f"m{short}.turnstile.x-k8s.io", f"/mutate/{route}", mutate, True, operations=("CREATE",), **common),
+        Endpoint(
+            f"v{short}.turnstile.x-k8s.io",
+            f"/validate/{route}",
+            validate,
+            False,
+            operations=("CREATE", "UPDATE"),
+            **common,
+        ),
+    )
 
 
 ENDPOINTS: tuple[Endpoint, ...] = (
-    Endpoint(
-        "mjob.turnstile.x-k8s.io",
-        "/mutate/batch/v1/jobs",
-        job_policy.mutate,
-        True,
-        "batch",
-        ("v1",),
-        "Job",
-        ("jobs",),
-        ("CREATE",),
-        workload_kind=True,
-        framework=BATCH_JOB_FRAMEWORK,
-    ),
-    Endpoint(
-        "vjob.turnstile.x-k8s.io",
-        "/validate/batch/v1/jobs",
-        job_policy.validate,
-        False,
-        "batch",
-        ("v1",),
-        "Job",
-        ("jobs",),
-        ("CREATE", "UPDATE"),
-        workload_kind=True,
-        framework=BATCH_JOB_FRAMEWORK,
-    ),
-    Endpoint(
-        "mpod.turnstile.x-k8s.io",
-        "/mutate/v1/pods",
-        pod_policy.mutate,
-        True,
-        "",
-        ("v1",),
-        "Pod",
-        ("pods",),
-        ("CREATE",),
-        workload_kind=True,
-        framework=POD_FRAMEWORK,
-    ),
-    Endpoint(
-        "vpod.turnstile.x-k8s.io",
-        "/validate/v1/pods",
-        pod_policy.validate,
-        False,
-        "",
-        ("v1",),
-        "Pod",
-        ("pods",),
-        ("CREATE", "UPDATE"),
-        workload_kind=True,
-        framework=POD_FRAMEWORK,
-    ),
+    *(e for adapter in registry.ADAPTERS for e in _job_endpoints(adapter)),
     Endpoint(
         "mresourceflavor.turnstile.x-k8s.io",
         "/mutate/kueue/resourceflavors",

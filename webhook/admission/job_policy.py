@@ -1,6 +1,10 @@
-"""batch/v1 Job: the mutating policy (suspend and stamp managed jobs) and the validating policy (no escapes).
+"""The rules every job kind suspended as a whole shares, written once: the mutating policy (queue and priority
+defaults, the Workload stamp, suspend) and the validating policy (no escapes: unsuspend only when admitted, the
+queue fixed while admitted, no resize beyond the admission). ``JobPolicy(adapter)`` serves one kind; what only a
+kind knows (its pod count and templates, partial admission, ...) comes from its adapter. ``mutate`` and
+``validate`` are batch/v1 Job's.
 
-A Job is managed when its namespace is managed, its controller owner is not itself a managed kind, and it names
+A job is managed when its namespace is managed, its controller owner is not itself a managed kind, and it names
 a queue (or ``manageJobsWithoutQueueName`` is on). Unmanaged jobs are never changed. Mutation only emits the
 differences from what the object already holds, so reinvocation yields an empty patch and ``dryRun`` requests
 get the same answer as real ones (the policy has no side effects to skip). Must not: call the API server.
@@ -26,6 +30,7 @@ from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
 from webhook.jobs import batch_job, naming
+from webhook.jobs.adapter import Problem, SuspendableAdapter
 
 LABELS = "metadata.labels"
 ANNOTATIONS = "metadata.annotations"
@@ -33,7 +38,6 @@ QUEUE_PATH = key(LABELS, c.QUEUE_NAME_LABEL)
 PRIORITY_PATH = key(LABELS, c.PRIORITY_CLASS_LABEL)
 MAX_EXEC_PATH = key(LABELS, c.MAX_EXEC_TIME_LABEL)
 PREBUILT_PATH = key(LABELS, c.PREBUILT_WORKLOAD_LABEL)
-MIN_PARALLELISM_PATH = key(ANNOTATIONS, c.JOB_MIN_PARALLELISM_ANNOTATION)
 STAMP_PATH = key(ANNOTATIONS, c.WORKLOAD_NAME_ANNOTATION)
 
 
@@ -63,45 +67,14 @@ def is_managed(job: Mapping[str, Any], namespace: str, *, view: ClusterView, opt
 
 
 def pods_count(job: Mapping[str, Any]) -> int:
-    """How many pods run at once: parallelism (default 1), capped by completions when that is smaller."""
-    parallelism = objects.integer(job, "spec", "parallelism", default=1)
-    completions = objects.integer(job, "spec", "completions", default=parallelism)
-    return min(parallelism, completions)
+    """How many pods a batch Job runs at once: parallelism (default 1), capped by completions when smaller."""
+    return batch_job.ADAPTER.pod_count(job)
 
 
-# Mutating -------------------------------------------------------------------------------------------------
-
-
-def mutate(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    job = request.object
-    if request.operation != "CREATE" or job is None or objects.is_being_deleted(job):
-        return ALLOW
-    namespace = request.namespace
-    if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(job, options):
-        return ALLOW
-    patch = Patch(job)
-    labels = objects.labels_of(job)
-    queue = labels.get(c.QUEUE_NAME_LABEL, "")
-    # 1. Default the queue to the namespace's LocalQueue "default", when there is one.
-    if not queue and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
-        queue = c.DEFAULT_LOCAL_QUEUE
-        patch.set_entry(("metadata", "labels"), c.QUEUE_NAME_LABEL, queue)
-    if not queue and not options.manage_jobs_without_queue_name:
-        return ALLOW
-    # 2. Default the priority class when a WorkloadPriorityClass "default" exists.
-    if c.PRIORITY_CLASS_LABEL not in labels and view.has_workload_priority_class(c.DEFAULT_PRIORITY_CLASS):
-        patch.set_entry(("metadata", "labels"), c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
-    # 3. Stamp the Workload's name, so the link is visible before the reconciler creates it.
-    name = objects.name(job)
-    if name:
-        stamp = naming.job_workload_name(namespace, name)
-        patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
-    # 4. Suspend: the job controller must not create a pod before the queue admits the job.
-    patch.set_field(("spec", "suspend"), True)
-    return allow(patch=patch.ops)
-
-
-# Validating -----------------------------------------------------------------------------------------------
+def _field_error(problem: Problem) -> FieldError:
+    if problem.value is None:
+        return forbidden(problem.path, problem.message)
+    return invalid(problem.path, problem.value, problem.message)
 
 
 def _label_errors(job: Mapping[str, Any]) -> list[FieldError]:
@@ -120,26 +93,6 @@ def _label_errors(job: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _min_parallelism_errors(job: Mapping[str, Any]) -> list[FieldError]:
-    raw = objects.annotations_of(job).get(c.JOB_MIN_PARALLELISM_ANNOTATION)
-    if raw is None:
-        return []
-    value = _parse_int(raw)
-    count = pods_count(job)
-    if value is None:
-        return [invalid(MIN_PARALLELISM_PATH, raw, "must be a whole number of pods")]
-    if not 0 < value < count:
-        return [
-            invalid(
-                MIN_PARALLELISM_PATH,
-                raw,
-                f"must be between 1 and {count - 1} (the job runs {count} pods at once); "
-                "partial admission needs fewer pods than the job's parallelism",
-            )
-        ]
-    return []
-
-
 def _parse_int(raw: str) -> int | None:
     text = raw.strip()
     if not text or len(text) > 12 or not text.lstrip("+-").isdigit():
@@ -147,143 +100,170 @@ def _parse_int(raw: str) -> int | None:
     return int(text)
 
 
-def validate(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    job = request.object
-    if job is None or request.operation not in ("CREATE", "UPDATE"):
-        return ALLOW
-    errors = _label_errors(job)
-    old = request.old_object
-    if request.operation == "CREATE" or old is None:
-        errors += _min_parallelism_errors(job)
+class JobPolicy:
+    """The shared job rules for one kind."""
+
+    def __init__(self, adapter: SuspendableAdapter) -> None:
+        self._adapter = adapter
+
+    def workload_name(self, namespace: str, name: str) -> str:
+        kind = self._adapter.kind
+        return naming.workload_name(kind=kind.kind, group=kind.group, namespace=namespace, name=name)
+
+    # Mutating ---------------------------------------------------------------------------------------------
+
+    def mutate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
+        job = request.object
+        if request.operation != "CREATE" or job is None or objects.is_being_deleted(job):
+            return ALLOW
+        namespace = request.namespace
+        if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(job, options):
+            return ALLOW
+        patch = Patch(job)
+        labels = objects.labels_of(job)
+        queue = labels.get(c.QUEUE_NAME_LABEL, "")
+        # 1. Default the queue to the namespace's LocalQueue "default", when there is one.
+        if not queue and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
+            queue = c.DEFAULT_LOCAL_QUEUE
+            patch.set_entry(("metadata", "labels"), c.QUEUE_NAME_LABEL, queue)
+        if not queue and not options.manage_jobs_without_queue_name:
+            return ALLOW
+        # 2. Default the priority class when a WorkloadPriorityClass "default" exists.
+        if c.PRIORITY_CLASS_LABEL not in labels and view.has_workload_priority_class(c.DEFAULT_PRIORITY_CLASS):
+            patch.set_entry(("metadata", "labels"), c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
+        # 3. Stamp the Workload's name, so the link is visible before the reconciler creates it.
+        name = objects.name(job)
+        if name:
+            patch.set_entry(
+                ("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, self.workload_name(namespace, name)
+            )
+        # 4. Suspend: the kind's controller must not create a pod before the queue admits the job.
+        patch.set_field(("spec", "suspend"), True)
+        return allow(patch=patch.ops)
+
+    # Validating -------------------------------------------------------------------------------------------
+
+    def validate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
+        job = request.object
+        if job is None or request.operation not in ("CREATE", "UPDATE"):
+            return ALLOW
+        errors = _label_errors(job)
+        old = request.old_object
+        if request.operation == "CREATE" or old is None:
+            errors += [_field_error(p) for p in self._adapter.create_problems(job)]
+            return judge(errors)
+        errors += [_field_error(p) for p in self._adapter.update_problems(old, job)]
+        errors += self._update_errors(request, old, job, view=view, options=options)
         return judge(errors)
-    annotations, old_annotations = objects.annotations_of(job), objects.annotations_of(old)
-    min_par = c.JOB_MIN_PARALLELISM_ANNOTATION
-    if annotations.get(min_par) != old_annotations.get(min_par):
-        errors += _min_parallelism_errors(job)
-    errors += _update_errors(request, old, job, view=view, options=options)
-    return judge(errors)
 
+    def _update_errors(
+        self,
+        request: Request,
+        old: Mapping[str, Any],
+        new: Mapping[str, Any],
+        *,
+        view: ClusterView,
+        options: AdmissionOptions,
+    ) -> list[FieldError]:
+        namespace = request.namespace
+        errors: list[FieldError] = []
+        was_managed = is_managed(old, namespace, view=view, options=options)
+        now_managed = is_managed(new, namespace, view=view, options=options)
+        old_queue, new_queue = queue_name(old), queue_name(new)
+        suspended_before, suspended_after = self._adapter.is_suspended(old), self._adapter.is_suspended(new)
+        old_labels, new_labels = objects.labels_of(old), objects.labels_of(new)
 
-def _update_errors(
-    request: Request,
-    old: Mapping[str, Any],
-    new: Mapping[str, Any],
-    *,
-    view: ClusterView,
-    options: AdmissionOptions,
-) -> list[FieldError]:
-    namespace = request.namespace
-    errors: list[FieldError] = []
-    was_managed = is_managed(old, namespace, view=view, options=options)
-    now_managed = is_managed(new, namespace, view=view, options=options)
-    old_queue, new_queue = queue_name(old), queue_name(new)
-    suspended_before, suspended_after = is_suspended(old), is_suspended(new)
-    old_labels, new_labels = objects.labels_of(old), objects.labels_of(new)
-
-    # 1. The main escape: a managed job may run only once its Workload is admitted, and only as admitted.
-    if (was_managed or now_managed) and suspended_before and not suspended_after:
-        errors += _unsuspend_errors(request, new, view=view, options=options)
-    elif (was_managed or now_managed) and not suspended_after and _shape_changed(old, new):
-        errors += _admission_errors(request, new, view=view, options=options)
-    # 2. The queue of a running job is fixed: quota was reserved in that queue.
-    if not suspended_after and new_queue != old_queue and (old_queue or now_managed):
-        errors.append(
-            immutable(
-                QUEUE_PATH,
-                f"the queue name cannot change while the job runs (was {old_queue or '<none>'!r}, "
-                f"now {new_queue or '<none>'!r}); suspend the job first",
-            )
-        )
-    # 3. The queue label ties a queued job to its Workload: removing it would let the job run outside every
-    #    quota (once unsuspended, nothing would queue it). Only a finished job may lose it.
-    if old_queue and not new_queue and was_managed and not batch_job.finished(old)[0]:
-        errors.append(
-            invalid(
-                QUEUE_PATH,
-                "",
-                f"the queue name cannot be removed from a job Turnstile manages (it was {old_queue!r}); "
-                "name another queue instead, or delete the job",
-            )
-        )
-    if not (was_managed or now_managed):
-        return errors
-    # 4. The execution-time limit is part of the Workload; it may change only while suspended.
-    if (not suspended_before or not suspended_after) and old_labels.get(c.MAX_EXEC_TIME_LABEL) != new_labels.get(
-        c.MAX_EXEC_TIME_LABEL
-    ):
-        errors.append(immutable(MAX_EXEC_PATH, "cannot change while the job runs; suspend it first"))
-    # 5. Priority class: never removed; not added to a running job.
-    old_priority, new_priority = old_labels.get(c.PRIORITY_CLASS_LABEL, ""), new_labels.get(c.PRIORITY_CLASS_LABEL, "")
-    if old_priority and not new_priority:
-        errors.append(invalid(PRIORITY_PATH, "", "the WorkloadPriorityClass label cannot be removed from a job"))
-    elif not old_priority and new_priority and not suspended_after:
-        errors.append(invalid(PRIORITY_PATH, new_priority, "a WorkloadPriorityClass cannot be added to a running job"))
-    # 6. Partial admission fixed the parallelism the job was admitted with.
-    if c.JOB_MIN_PARALLELISM_ANNOTATION in objects.annotations_of(old) and not suspended_before:
-        old_par = objects.integer(old, "spec", "parallelism", default=1)
-        new_par = objects.integer(new, "spec", "parallelism", default=1)
-        if old_par != new_par:
+        # 1. The main escape: a managed job may run only once its Workload is admitted, and only as admitted.
+        if (was_managed or now_managed) and suspended_before and not suspended_after:
+            errors += self._unsuspend_errors(request, new, view=view, options=options)
+        elif (was_managed or now_managed) and not suspended_after and self._adapter.shape_changed(old, new):
+            errors += self._admission_errors(request, new, view=view, options=options)
+        # 2. The queue of a running job is fixed: quota was reserved in that queue.
+        if not suspended_after and new_queue != old_queue and (old_queue or now_managed):
             errors.append(
-                forbidden(
-                    "spec.parallelism",
-                    "cannot change while the job runs with partial admission "
-                    f"({c.JOB_MIN_PARALLELISM_ANNOTATION}); suspend it first",
+                immutable(
+                    QUEUE_PATH,
+                    f"the queue name cannot change while the job runs (was {old_queue or '<none>'!r}, "
+                    f"now {new_queue or '<none>'!r}); suspend the job first",
                 )
             )
-    # 7. The Workload stamp links the job to its Workload; it is not the user's to edit.
-    old_stamp = objects.annotations_of(old).get(c.WORKLOAD_NAME_ANNOTATION)
-    new_stamp = objects.annotations_of(new).get(c.WORKLOAD_NAME_ANNOTATION)
-    if old_stamp is not None and new_stamp != old_stamp and not options.is_trusted(request.username):
-        errors.append(immutable(STAMP_PATH, "is set by Turnstile and cannot be changed or removed"))
-    return errors
+        # 3. The queue label ties a queued job to its Workload: removing it would let the job run outside every
+        #    quota (once unsuspended, nothing would queue it). Only a finished job may lose it.
+        if old_queue and not new_queue and was_managed and not self._adapter.finished(old).done:
+            errors.append(
+                invalid(
+                    QUEUE_PATH,
+                    "",
+                    f"the queue name cannot be removed from a job Turnstile manages (it was {old_queue!r}); "
+                    "name another queue instead, or delete the job",
+                )
+            )
+        if not (was_managed or now_managed):
+            return errors
+        # 4. The execution-time limit is part of the Workload; it may change only while suspended.
+        if (not suspended_before or not suspended_after) and old_labels.get(c.MAX_EXEC_TIME_LABEL) != new_labels.get(
+            c.MAX_EXEC_TIME_LABEL
+        ):
+            errors.append(immutable(MAX_EXEC_PATH, "cannot change while the job runs; suspend it first"))
+        # 5. Priority class: never removed; not added to a running job.
+        old_priority = old_labels.get(c.PRIORITY_CLASS_LABEL, "")
+        new_priority = new_labels.get(c.PRIORITY_CLASS_LABEL, "")
+        if old_priority and not new_priority:
+            errors.append(invalid(PRIORITY_PATH, "", "the WorkloadPriorityClass label cannot be removed from a job"))
+        elif not old_priority and new_priority and not suspended_after:
+            errors.append(
+                invalid(PRIORITY_PATH, new_priority, "a WorkloadPriorityClass cannot be added to a running job")
+            )
+        # 6. The Workload stamp links the job to its Workload; it is not the user's to edit.
+        old_stamp = objects.annotations_of(old).get(c.WORKLOAD_NAME_ANNOTATION)
+        new_stamp = objects.annotations_of(new).get(c.WORKLOAD_NAME_ANNOTATION)
+        if old_stamp is not None and new_stamp != old_stamp and not options.is_trusted(request.username):
+            errors.append(immutable(STAMP_PATH, "is set by Turnstile and cannot be changed or removed"))
+        return errors
+
+    def _unsuspend_errors(
+        self, request: Request, job: Mapping[str, Any], *, view: ClusterView, options: AdmissionOptions
+    ) -> list[FieldError]:
+        if options.is_trusted(request.username):
+            return []
+        name = objects.name(job) or request.name
+        workload = self.workload_name(request.namespace, name)
+        if view.workload_is_admitted(request.namespace, workload):
+            return self._admission_errors(request, job, view=view, options=options)
+        queue = queue_name(job) or "<none>"
+        return [
+            forbidden(
+                "spec.suspend",
+                f"job {name!r} is queued by Turnstile in LocalQueue {queue!r} and its Workload {workload!r} is not "
+                "admitted yet; it starts on its own once the queue has quota for all of its pods "
+                f"(see: kubectl -n {request.namespace} get workload {workload})",
+            )
+        ]
+
+    def _admission_errors(
+        self, request: Request, job: Mapping[str, Any], *, view: ClusterView, options: AdmissionOptions
+    ) -> list[FieldError]:
+        """A job that runs must fit its admitted Workload: no more pods, no bigger pods (LimitRange defaults and
+        RuntimeClass overhead included), or it would run beyond its quota until the reconciler stopped it."""
+        if options.is_trusted(request.username):
+            return []
+        name = objects.name(job) or request.name
+        workload_name = self.workload_name(request.namespace, name)
+        workload = view.workload(request.namespace, workload_name)
+        if workload is None or not view.workload_is_admitted(request.namespace, workload_name):
+            return []  # rule 1 decides about jobs without an admitted Workload
+        mismatch = self._adapter.admission_mismatch(job, workload, view.pod_defaults(request.namespace))
+        if mismatch is None:
+            return []
+        return [
+            forbidden(
+                "spec",
+                f"job {name!r} would run beyond the quota its Workload {workload_name!r} was admitted with: "
+                f"{mismatch}; suspend the job first (it is then queued again with its new shape)",
+            )
+        ]
 
 
-def _unsuspend_errors(
-    request: Request, job: Mapping[str, Any], *, view: ClusterView, options: AdmissionOptions
-) -> list[FieldError]:
-    if options.is_trusted(request.username):
-        return []
-    name = objects.name(job) or request.name
-    workload = naming.job_workload_name(request.namespace, name)
-    if view.workload_is_admitted(request.namespace, workload):
-        return _admission_errors(request, job, view=view, options=options)
-    queue = queue_name(job) or "<none>"
-    return [
-        forbidden(
-            "spec.suspend",
-            f"job {name!r} is queued by Turnstile in LocalQueue {queue!r} and its Workload {workload!r} is not "
-            "admitted yet; it starts on its own once the queue has quota for all of its pods "
-            f"(see: kubectl -n {request.namespace} get workload {workload})",
-        )
-    ]
-
-
-def _shape_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """The pods the job runs may differ: their number or their template."""
-    return pods_count(old) != pods_count(new) or objects.mapping(old, "spec").get("template") != objects.mapping(
-        new, "spec"
-    ).get("template")
-
-
-def _admission_errors(
-    request: Request, job: Mapping[str, Any], *, view: ClusterView, options: AdmissionOptions
-) -> list[FieldError]:
-    """A job that runs must fit its admitted Workload: no more pods, no bigger pods (LimitRange defaults and
-    RuntimeClass overhead included), or it would run beyond its quota until the reconciler stopped it."""
-    if options.is_trusted(request.username):
-        return []
-    name = objects.name(job) or request.name
-    workload_name = naming.job_workload_name(request.namespace, name)
-    workload = view.workload(request.namespace, workload_name)
-    if workload is None or not view.workload_is_admitted(request.namespace, workload_name):
-        return []  # rule 1 decides about jobs without an admitted Workload
-    mismatch = batch_job.admission_mismatch(job, workload, view.pod_defaults(request.namespace))
-    if mismatch is None:
-        return []
-    return [
-        forbidden(
-            "spec",
-            f"job {name!r} would run beyond the quota its Workload {workload_name!r} was admitted with: {mismatch}; "
-            "suspend the job first (it is then queued again with its new shape)",
-        )
-    ]
+_BATCH_JOB = JobPolicy(batch_job.ADAPTER)
+mutate = _BATCH_JOB.mutate
+validate = _BATCH_JOB.validate

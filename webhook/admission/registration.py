@@ -10,9 +10,9 @@ defaulting is lost while Turnstile is down, and the reconciler suspends whatever
 always leaves out ``kube-system`` and Turnstile's own namespace, and for Jobs and Pods it is the configured
 namespace policy (``managedJobsNamespaceSelector``, ``namespaceOptInLabel``: ``namespace_selector_for``), so a
 namespace Turnstile does not manage never depends on Turnstile being up. Only the integrations that are on get
-webhooks: a webhook for an integration that is off would answer nothing useful and, failing closed, block pods.
-An ``objectSelector`` is matched against the old and the new object, so removing the queue label is still seen
-by the fail-closed webhook.
+webhooks (two per job kind of ``webhook.jobs.registry``): a webhook for an integration that is off would answer
+nothing useful and, failing closed, block pods. An ``objectSelector`` is matched against the old and the new
+object, so removing the queue label is still seen by the fail-closed webhook.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from typing import Any
 
 from webhook.admission.endpoints import ENDPOINTS, Endpoint
 from webhook.admission.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
-from webhook.admission.options import BATCH_JOB_FRAMEWORK
 from webhook.api import constants as c
+from webhook.jobs.registry import DEFAULT_FRAMEWORKS
 
 DEFAULT_TIMEOUT_SECONDS = 5
 DEFAULT_NAME = "turnstile"
@@ -70,7 +70,7 @@ def _variants(endpoint: Endpoint, *, manage_without_queue_name: bool) -> list[tu
     """(name, objectSelector, failurePolicy) of each webhook serving ``endpoint``."""
     if not endpoint.workload_kind:
         return [(endpoint.name, {}, "Fail")]
-    if endpoint.kind == "Pod" and not endpoint.mutating:
+    if endpoint.through_pods and not endpoint.mutating:
         # Only managed pods carry rules worth failing closed for (the gate, the group).
         return [(endpoint.name, _exists(c.MANAGED_LABEL), "Fail")]
     prefix, _, rest = endpoint.name.partition(".")
@@ -88,7 +88,7 @@ def render_webhook_configurations(
     service: ServiceRef | None = None,
     namespace_selector: Mapping[str, Any] | None = None,
     workload_namespace_selector: Mapping[str, Any] | None = None,
-    frameworks: frozenset[str] = frozenset({BATCH_JOB_FRAMEWORK}),
+    frameworks: frozenset[str] = DEFAULT_FRAMEWORKS,
     manage_jobs_without_queue_name: bool = False,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
     name: str = DEFAULT_NAME,

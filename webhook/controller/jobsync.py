@@ -1,6 +1,7 @@
-"""Keeping one batch/v1 Job and its Workload in step (the job side of the reconciler).
+"""Keeping one job and its Workload in step: the generic job reconciler, for every kind suspended as a whole.
 
-For a Job in a managed namespace, in order:
+The kind is an adapter (``webhook.jobs.adapter.SuspendableAdapter``: batch Job, JobSet, ...); one ``JobSync``
+per enabled kind. For a job in a managed namespace (below, "Job" is any such kind), in order:
 0. an unlabelled Job that should have been queued (it was created while Turnstile's webhook was down, in a
    namespace with a ``default`` LocalQueue, or with ``manageJobsWithoutQueueName``) is labelled and suspended;
 1. its Workload exists, owned by it (a stale one left by an earlier Job of the same name is deleted); a Workload
@@ -16,7 +17,8 @@ For a Job in a managed namespace, in order:
 6. an evicted or unadmitted Workload stops its running Job: suspend, clear ``startTime`` (restored in step 4);
 7. once the Job is stopped and restored, an evicted Workload gives its quota back and is requeued.
 Every write carries the resourceVersion read, and its result goes straight into the cache so the next pass
-does not repeat it. What to do is decided by ``webhook.jobs``; this module only sequences and writes.
+does not repeat it. A job whose controller owner is itself an enabled kind (a JobSet's Jobs) is left to that
+owner. What to do is decided by the adapter; this module only sequences and writes.
 """
 
 from __future__ import annotations
@@ -32,16 +34,18 @@ from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import release_in_use
-from webhook.jobs import batch_job
+from webhook.controller.watches import resource_of
+from webhook.jobs import batch_job, registry, suspendable
 from webhook.jobs import workload as wl_life
-from webhook.jobs.naming import job_workload_name
+from webhook.jobs.adapter import SuspendableAdapter
+from webhook.jobs.naming import workload_name
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import Priority, resolve
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
-from webhook.kube.resources import JOB, WORKLOAD
+from webhook.kube.resources import WORKLOAD
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
@@ -54,9 +58,14 @@ class JobSync:
         cache: ClusterCache,
         *,
         events: EventRecorder,
+        adapter: SuspendableAdapter = batch_job.ADAPTER,
+        frameworks: frozenset[str] = registry.DEFAULT_FRAMEWORKS,
         track_pods_ready: bool = False,
         manage_without_queue_name: bool = False,
     ) -> None:
+        self._adapter = adapter
+        self.resource = resource_of(adapter)
+        self._frameworks = frameworks | {adapter.framework}
         self._kube = kube
         self._cache = cache
         self._events = events
@@ -70,20 +79,20 @@ class JobSync:
         meta = job.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             # Deleted in the foreground, the Job waits for its Workload, which must not wait for the Job.
-            deleting = self._cache.workload(
-                meta.get("namespace", ""), job_workload_name(meta["namespace"], meta["name"])
-            )
+            deleting = self._cache.workload(meta.get("namespace", ""), self._workload_name(job))
             if deleting is not None and (deleting.get("metadata") or {}).get("deletionTimestamp"):
                 await self._drop_finalizer(deleting)
             return
-        done, succeeded, message = batch_job.finished(job)
+        if self._owned_by_managed_parent(job):
+            return  # its owner's Workload covers it
+        finish = self._adapter.finished(job)
+        done, succeeded, message = finish.done, finish.succeeded, finish.message
         # 0. Slipped past the webhook unlabelled.
-        if batch_job.queue_name(job) is None:
+        if suspendable.queue_name(job) is None:
             if not done:
                 await self._adopt(job, now)
             return
-        name = job_workload_name(meta["namespace"], meta["name"])
-        workload = self._cache.workload(meta["namespace"], name)
+        workload = self._cache.workload(meta["namespace"], self._workload_name(job))
         defaults = self._cache.pod_defaults(meta["namespace"])
 
         # 1. One Workload, owned by this Job; one being deleted holds its quota until the Job has stopped.
@@ -99,7 +108,7 @@ class JobSync:
             return
 
         # 2. A pending Workload follows its suspended Job; the priority follows the priority class label.
-        if batch_job.is_suspended(job) and not wl_life.holds_quota(workload) and not wl_life.is_finished(workload):
+        if self._adapter.is_suspended(job) and not wl_life.holds_quota(workload) and not wl_life.is_finished(workload):
             workload = await self._refresh_pending(job, workload)
         if not wl_life.is_finished(workload):
             workload = await self._refresh_priority(job, workload)
@@ -120,8 +129,8 @@ class JobSync:
         evicted = wl_life.is_evicted(workload)
         # 4. Stopped but its template not yet restored: restore it as soon as the API server allows (once the
         #    Job controller has removed its pods); nothing else happens to the Job before that.
-        if batch_job.is_stopping(job):
-            if batch_job.template_mutable(job):
+        if self._adapter.is_stopping(job):
+            if self._adapter.template_mutable(job):
                 await self._restore(job, workload)
             return
 
@@ -131,25 +140,37 @@ class JobSync:
             if mismatch is not None:
                 await self._discard(job, workload, mismatch, now)
                 return
-            if batch_job.is_suspended(job):
+            if self._adapter.is_suspended(job):
                 await self._start(job, workload, now)
             elif self._track_pods_ready:
-                body = wl_life.pods_ready(workload, ready=batch_job.pods_ready(job), now=now)
+                body = wl_life.pods_ready(workload, ready=self._adapter.pods_ready(job), now=now)
                 if body is not None:
                     await self._write_status(body)
             return
 
         # 6. Not admitted (or evicted) but running: stop.
-        if not batch_job.is_suspended(job):
+        if not self._adapter.is_suspended(job):
             why = "evicted: " + _evict_reason(workload) if evicted else "not admitted by a ClusterQueue"
             await self._stop(job, workload, why, now)
             return
 
         # 7. Stopped, restored and evicted: give the quota back once no pod of the Job is left running.
-        if evicted and wl_life.holds_quota(workload) and not (job.get("status") or {}).get("active"):
+        if evicted and wl_life.holds_quota(workload) and not self._adapter.has_active_pods(job):
             await self._write_status(wl_life.released(workload, now=now))
 
     # -- steps ----------------------------------------------------------------------------------------------
+
+    def _workload_name(self, job: Mapping[str, Any]) -> str:
+        meta = job.get("metadata") or {}
+        kind = self._adapter.kind
+        return workload_name(kind=kind.kind, group=kind.group, namespace=meta["namespace"], name=meta["name"])
+
+    def _owned_by_managed_parent(self, job: Mapping[str, Any]) -> bool:
+        for owner in (job.get("metadata") or {}).get("ownerReferences") or []:
+            if owner.get("controller"):
+                group = str(owner.get("apiVersion", "")).rpartition("/")[0]
+                return registry.by_kind(group, str(owner.get("kind", "")), self._frameworks) is not None
+        return False
 
     def _admission_mismatch(self, job: Object, workload: Object, defaults: PodDefaults) -> str | None:
         key = (
@@ -162,7 +183,7 @@ class JobSync:
         if key not in self._mismatch:
             if len(self._mismatch) > 20_000:
                 self._mismatch.clear()
-            self._mismatch[key] = batch_job.admission_mismatch(job, workload, defaults)
+            self._mismatch[key] = self._adapter.admission_mismatch(job, workload, defaults)
         return self._mismatch[key]
 
     @staticmethod
@@ -188,7 +209,7 @@ class JobSync:
         """
         meta = job["metadata"]
         namespace = meta["namespace"]
-        if batch_job.owned_by_controller(job) or batch_job.is_stamped(job):
+        if suspendable.owned_by_controller(job) or suspendable.is_stamped(job):
             return
         queue = None
         default = self._cache.local_queue(namespace, DEFAULT_LOCAL_QUEUE)
@@ -200,12 +221,16 @@ class JobSync:
             queue = ""
         if queue is None:
             return
-        adopted = batch_job.adopted(job, queue=queue or None, workload_name=job_workload_name(namespace, meta["name"]))
-        result = await self._kube.replace(JOB, adopted)
-        self._cache.observe(JOB, result)
+        adopted = suspendable.adopted(job, queue=queue or None, workload_name=self._workload_name(job))
+        result = await self._kube.replace(self.resource, adopted)
+        self._cache.observe(self.resource, result)
         why = "it was created without passing Turnstile's webhook"
         await self._events.record(
-            job, type="Normal", reason="Stopped", message=f"Job suspended and queued: {why}", now=now
+            job,
+            type="Normal",
+            reason="Stopped",
+            message=f"{self._adapter.kind.kind} suspended and queued: {why}",
+            now=now,
         )
         log.info("suspended and queued a job that slipped past the webhook", extra=object_fields(job))
 
@@ -214,14 +239,14 @@ class JobSync:
         if done or not wl_life.holds_quota(workload):
             await self._drop_finalizer(workload)
             return
-        if not batch_job.is_suspended(job):
+        if not self._adapter.is_suspended(job):
             await self._stop(job, workload, "its Workload is being deleted", now)
             return
-        if batch_job.is_stopping(job):
-            if batch_job.template_mutable(job):
+        if self._adapter.is_stopping(job):
+            if self._adapter.template_mutable(job):
                 await self._restore(job, workload)
             return
-        if (job.get("status") or {}).get("active"):
+        if self._adapter.has_active_pods(job):
             return  # the Job controller is still removing its pods; the quota stays held until they are gone
         await self._drop_finalizer(workload)
 
@@ -242,7 +267,7 @@ class JobSync:
             job, type="Normal", reason="Stopped", message=f"No matching Workload: {why}; queued again", now=now
         )
         log.info("discarded a Workload that no longer matches its job: %s", why, extra=object_fields(job))
-        if not batch_job.is_suspended(job):
+        if not self._adapter.is_suspended(job):
             await self._stop(job, workload, f"No matching Workload: {why}", now)
 
     async def _drop_finalizer(self, workload: Object) -> None:
@@ -278,16 +303,18 @@ class JobSync:
                 (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
             },
             priority_classes=self._cache.priority_classes(),
+            template_spec=self._adapter.priority_template(job),
         )
 
     async def _create_workload(self, job: Object) -> None:
         priority = self._priority(job)
-        body = batch_job.workload_for(
+        body = suspendable.workload_for(
             job,
+            kind=self._adapter.kind,
+            pod_sets=self._adapter.pod_sets(job, self._cache.pod_defaults(job["metadata"]["namespace"])),
             priority=priority.value,
             priority_class_name=priority.class_name,
             priority_class_source=priority.source,
-            defaults=self._cache.pod_defaults(job["metadata"]["namespace"]),
         )
         try:
             created = await self._kube.create(WORKLOAD, body)
@@ -300,12 +327,13 @@ class JobSync:
 
     async def _refresh_pending(self, job: Object, workload: Object) -> Object:
         spec = workload.get("spec") or {}
-        expected_queue = batch_job.queue_name(job)
+        expected_queue = suspendable.queue_name(job)
         defaults = self._cache.pod_defaults(job["metadata"]["namespace"])
-        if batch_job.matches_workload(job, workload, defaults) and spec.get("queueName") == expected_queue:
+        if self._adapter.matches_workload(job, workload, defaults) and spec.get("queueName") == expected_queue:
             return workload
         updated = dict(workload)
-        updated["spec"] = dict(spec) | {"podSets": batch_job.podsets(job, defaults), "queueName": expected_queue}
+        pod_sets = self._adapter.pod_sets(job, defaults)
+        updated["spec"] = dict(spec) | {"podSets": pod_sets, "queueName": expected_queue}
         result = await self._kube.replace(WORKLOAD, updated)
         self._cache.observe(WORKLOAD, result)
         await self._events.record(job, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
@@ -316,14 +344,18 @@ class JobSync:
         flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
         try:
             infos = podset_infos(admission, flavors)
-            counts = {a.get("name"): a.get("count") for a in admission.get("podSetAssignments") or []}
-            running = batch_job.released(job, infos, admitted_count=counts.get("main"))
+            counts = {
+                str(a.get("name")): int(a["count"])
+                for a in admission.get("podSetAssignments") or []
+                if a.get("count") is not None
+            }
+            running = self._adapter.released(job, infos, counts)
         except PodSetMergeError as exc:
             await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
             await self._events.record(job, type="Warning", reason="FailedToStart", message=str(exc), now=now)
             return
-        result = await self._kube.replace(JOB, running)
-        self._cache.observe(JOB, result)
+        result = await self._kube.replace(self.resource, running)
+        self._cache.observe(self.resource, result)
         cq = admission.get("clusterQueue", "")
         await self._events.record(job, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
 
@@ -331,23 +363,24 @@ class JobSync:
         # The API server lets a suspended Job's scheduling directives change only once it has no active pods and
         # either never started or is marked Suspended by the Job controller: suspend (marked as stopping) and
         # clear status.startTime now; the template is restored by a later pass (step 4), when that holds.
-        stopped = await self._kube.replace(JOB, batch_job.suspended(job))
-        self._cache.observe(JOB, stopped)
+        stopped = await self._kube.replace(self.resource, self._adapter.suspended(job))
+        self._cache.observe(self.resource, stopped)
         if (stopped.get("status") or {}).get("startTime"):
             stopped = await self._kube.patch_status(
-                JOB,
+                self.resource,
                 stopped["metadata"]["name"],
                 {"status": {"startTime": None}},
                 namespace=stopped["metadata"]["namespace"],
             )
-            self._cache.observe(JOB, stopped)
-        await self._events.record(job, type="Normal", reason="Stopped", message=f"Job stopped: {why}", now=now)
-        if batch_job.template_mutable(stopped):
+            self._cache.observe(self.resource, stopped)
+        kind = self._adapter.kind.kind
+        await self._events.record(job, type="Normal", reason="Stopped", message=f"{kind} stopped: {why}", now=now)
+        if self._adapter.template_mutable(stopped):
             await self._restore(stopped, workload)
 
     async def _restore(self, job: Object, workload: Object) -> None:
-        restored = await self._kube.replace(JOB, batch_job.restored(job, workload))
-        self._cache.observe(JOB, restored)
+        restored = await self._kube.replace(self.resource, self._adapter.restored(job, workload))
+        self._cache.observe(self.resource, restored)
 
     async def _write_status(self, workload: Object) -> Object:
         result = await self._kube.replace_status(WORKLOAD, workload)

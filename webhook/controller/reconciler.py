@@ -1,5 +1,6 @@
 """The leader's loop: after every change in the cache (or when something time-based is due), one pass of
-1. the job side (Workloads created, jobs released, stopped, finished: ``JobSync``),
+1. the job side (Workloads created, jobs released, stopped, finished: one ``JobSync`` per enabled kind of the
+   registry that is suspended as a whole, ``PodGroupSync`` for pod groups),
 2. the Workload side (deactivation, maximum execution time, draining queues, orphans: ``WorkloadSync``),
 3. scheduling (``Admitter``: snapshot, ``core.schedule``, commit),
 4. ClusterQueue and LocalQueue status (``QueueStatusWriter``);
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -29,6 +31,7 @@ from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.workloadsync import WorkloadSync
+from webhook.jobs import registry
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
@@ -57,6 +60,7 @@ class Reconciler:
         concurrency: int = 32,
         wait_for_pods_ready: WaitForPodsReady | None = None,
         manage_jobs_without_queue_name: bool = False,
+        frameworks: Iterable[str] = ("batch/job", "pod"),
     ) -> None:
         self._cache = cache
         self._namespaces = namespaces or NamespacePolicy.default()
@@ -65,15 +69,27 @@ class Reconciler:
         self._gate = asyncio.Semaphore(concurrency)
         recorder = events or EventRecorder(kube)
         tracking = wait_for_pods_ready is not None and wait_for_pods_ready.enable
-        self.jobs = JobSync(
-            kube,
-            cache,
-            events=recorder,
-            track_pods_ready=tracking,
-            manage_without_queue_name=manage_jobs_without_queue_name,
+        enabled = frozenset(frameworks)
+        self.job_kinds = [
+            JobSync(
+                kube,
+                cache,
+                events=recorder,
+                adapter=adapter,
+                frameworks=enabled,
+                track_pods_ready=tracking,
+                manage_without_queue_name=manage_jobs_without_queue_name,
+            )
+            for adapter in registry.suspendable(enabled)
+        ]
+        self.pods = (
+            PodGroupSync(kube, cache, events=recorder)
+            if any(a.managed_through_pods for a in registry.enabled(enabled))
+            else None
         )
-        self.pods = PodGroupSync(kube, cache, events=recorder)
-        self.workloads = WorkloadSync(kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready)
+        self.workloads = WorkloadSync(
+            kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready, frameworks=enabled
+        )
         self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)
         self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
         self.finalizers = QueueFinalizers(kube, cache)
@@ -95,9 +111,12 @@ class Reconciler:
     async def pass_once(self) -> datetime.datetime | None:
         """One pass over everything; returns when the next time-based event is due (None if nothing is)."""
         now = self._clock()
-        jobs = [j for j in self._cache.jobs() if self._managed(j)]
-        await self._each(jobs, lambda job: self.jobs.sync(job, now))
-        await self._each(self.pods.groups(), lambda pods: self.pods.sync(pods, now))
+        for kind in self.job_kinds:
+            jobs = [j for j in self._cache.items(kind.resource) if self._managed(j)]
+            await self._each(jobs, functools.partial(kind.sync, now=now))
+        if self.pods is not None:
+            pods = self.pods
+            await self._each(pods.groups(), lambda group: pods.sync(group, now))
         wakes = await self._each(self._cache.workloads(), lambda wl: self.workloads.sync(wl, now))
         snapshot, _result = await self.admitter.run_pass(now)
         await self.queue_status.write(snapshot, now)

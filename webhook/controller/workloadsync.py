@@ -1,8 +1,9 @@
 """The Workload side of the reconciler: evictions that are not preemption, orphans, bare Workloads.
 
 For each Workload, in order:
-1. an orphan (its owning Job is gone) is deleted, which frees its quota; its ``resource-in-use`` finalizer goes
-   too (while the Job exists, ``JobSync`` decides when the finalizer may go);
+1. an orphan (its owning job, of an enabled kind suspended as a whole, is gone) is deleted, which frees its
+   quota; its ``resource-in-use`` finalizer goes too (while the job exists, ``JobSync`` decides when the
+   finalizer may go);
 2. an admitted Workload is evicted when it is deactivated (``spec.active: false``), when it ran past
    ``maximumExecutionTimeSeconds`` (and is then deactivated, as in Kueue), or when its ClusterQueue or
    LocalQueue is stopped with ``HoldAndDrain``;
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.api import conditions
@@ -24,11 +25,13 @@ from webhook.config import WaitForPodsReady
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import release_in_use
+from webhook.controller.watches import resource_of
+from webhook.jobs import registry
 from webhook.jobs import workload as wl_life
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, key_of
-from webhook.kube.resources import JOB, WORKLOAD
+from webhook.kube.objects import Object, ObjectKey, key_of
+from webhook.kube.resources import WORKLOAD, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
@@ -36,11 +39,8 @@ log = logging.getLogger(__name__)
 MAX_EXEC_REASON = "DeactivatedDueToMaximumExecutionTimeExceeded"
 
 
-def _job_owner(workload: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
-        if owner.get("kind") == "Job" and owner.get("controller"):
-            return owner  # type: ignore[no-any-return]
-    return None
+def _owner_group(owner: Mapping[str, Any]) -> str:
+    return str(owner.get("apiVersion", "")).rpartition("/")[0]
 
 
 class WorkloadSync:
@@ -51,7 +51,9 @@ class WorkloadSync:
         *,
         events: EventRecorder,
         wait_for_pods_ready: WaitForPodsReady | None = None,
+        frameworks: Iterable[str] = ("batch/job", "pod"),
     ) -> None:
+        self._frameworks = frozenset(frameworks)
         self._kube = kube
         self._cache = cache
         self._events = events
@@ -60,20 +62,30 @@ class WorkloadSync:
     async def sync(self, workload: Object, now: datetime.datetime) -> datetime.datetime | None:
         meta = workload.get("metadata") or {}
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
-        owner = _job_owner(workload)
+        owner, owner_resource = self._job_owner(workload)
         if meta.get("deletionTimestamp") or wl_life.is_finished(workload):
             if (
                 RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or [])
                 and owner is not None
-                and self._cache.job(namespace, owner.get("name", "")) is None
-                and await self._owner_gone(namespace, owner)
+                and owner_resource is not None
+                and self._cache.get(owner_resource, ObjectKey(namespace, owner.get("name", ""))) is None
+                and await self._owner_gone(namespace, owner, owner_resource)
             ):
                 await self._drop_finalizer(workload)
             return None
 
         # 1. Orphans. The job cache holds only labelled Jobs, so ask the server before deleting.
-        orphan_candidate = owner is not None and self._cache.job(namespace, owner.get("name", "")) is None
-        if orphan_candidate and owner is not None and await self._owner_gone(namespace, owner):
+        orphan_candidate = (
+            owner is not None
+            and owner_resource is not None
+            and self._cache.get(owner_resource, ObjectKey(namespace, owner.get("name", ""))) is None
+        )
+        if (
+            orphan_candidate
+            and owner is not None
+            and owner_resource is not None
+            and await self._owner_gone(namespace, owner, owner_resource)
+        ):
             with contextlib.suppress(errors.NotFound, errors.Conflict):
                 await self._drop_finalizer(workload)
                 await self._kube.delete(WORKLOAD, name, namespace=namespace, uid=meta.get("uid"))
@@ -103,7 +115,11 @@ class WorkloadSync:
             return min(due) if due else None
 
         # 3. A bare Workload has no job to stop: release its quota now (pod groups release theirs in PodGroupSync).
-        owned_by_pods = any(o.get("kind") == "Pod" for o in meta.get("ownerReferences") or [])
+        owned_by_pods = any(
+            (adapter := registry.by_kind(_owner_group(o), str(o.get("kind", "")), self._frameworks)) is not None
+            and adapter.managed_through_pods
+            for o in meta.get("ownerReferences") or []
+        )
         bare = owner is None and not owned_by_pods
         if bare and wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
             await self._write_status(wl_life.released(workload, now=now))
@@ -130,6 +146,16 @@ class WorkloadSync:
 
     # -- helpers --------------------------------------------------------------------------------------------
 
+    def _job_owner(self, workload: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Resource | None]:
+        """The controller owner of an enabled kind suspended as a whole, and its resource; (None, None) else."""
+        for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
+            if not owner.get("controller"):
+                continue
+            adapter = registry.by_kind(_owner_group(owner), str(owner.get("kind", "")), self._frameworks)
+            if adapter is not None and not adapter.managed_through_pods:
+                return owner, resource_of(adapter)
+        return None, None
+
     def _ready_deadline(self, workload: Mapping[str, Any]) -> datetime.datetime | None:
         """When an admitted Workload's pods must be ready by (waitForPodsReady), or None."""
         if self._pods_ready is None or conditions.is_true(workload, COND_PODS_READY):
@@ -151,9 +177,9 @@ class WorkloadSync:
         await self._write_status(body)
         await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
 
-    async def _owner_gone(self, namespace: str, owner: Mapping[str, Any]) -> bool:
+    async def _owner_gone(self, namespace: str, owner: Mapping[str, Any], resource: Resource) -> bool:
         try:
-            job = await self._kube.get(JOB, owner.get("name", ""), namespace=namespace)
+            job = await self._kube.get(resource, owner.get("name", ""), namespace=namespace)
         except errors.NotFound:
             return True
         return bool((job.get("metadata") or {}).get("uid") != owner.get("uid"))

@@ -16,30 +16,26 @@ from webhook.api.constants import (
     JOB_MIN_PARALLELISM_ANNOTATION,
     JOB_UID_LABEL,
     MAX_EXEC_TIME_LABEL,
-    QUEUE_NAME_LABEL,
     RESOURCE_IN_USE_FINALIZER,
     STOPPING_ANNOTATION,
-    WORKLOAD_NAME_ANNOTATION,
 )
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
 from webhook.api.workload import priority_class_ref_wire
+from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.naming import job_workload_name
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo, inject, restore
+from webhook.jobs.suspendable import adopted, is_stamped, owned_by_controller, queue_name
 
 JSON = dict[str, Any]
+# Shared with every suspendable kind; named here too because batch Job callers and tests know them by this module.
+__all__ = ["ADAPTER", "adopted", "is_stamped", "owned_by_controller", "queue_name"]
 
 KIND = "Job"
 GROUP = "batch"
 # Labels the Job controller adds to the template; they identify one Job's pods and must not enter the Workload.
 _CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
-
-
-def queue_name(job: Mapping[str, Any]) -> str | None:
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    value = labels.get(QUEUE_NAME_LABEL)
-    return str(value) if value else None
 
 
 def is_suspended(job: Mapping[str, Any]) -> bool:
@@ -259,23 +255,118 @@ def restored(job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
     return result
 
 
-def owned_by_controller(job: Mapping[str, Any]) -> bool:
-    """Created by another controller (a CronJob, a JobSet, ...): left to whatever manages that owner."""
-    return any(o.get("controller") for o in (job.get("metadata") or {}).get("ownerReferences") or [])
+# The adapter -------------------------------------------------------------------------------------------------
+
+_MIN_PARALLELISM_PATH = f"metadata.annotations[{JOB_MIN_PARALLELISM_ANNOTATION}]"
 
 
-def is_stamped(job: Mapping[str, Any]) -> bool:
-    """The mutating webhook saw this Job and stamped its Workload's name on it."""
-    return WORKLOAD_NAME_ANNOTATION in ((job.get("metadata") or {}).get("annotations") or {})
+def _parse_int(raw: str) -> int | None:
+    text = raw.strip()
+    if not text or len(text) > 12 or not text.lstrip("+-").isdigit():
+        return None
+    return int(text)
 
 
-def adopted(job: Mapping[str, Any], *, queue: str | None, workload_name: str) -> JSON:
-    """What the mutating webhook would have made of ``job``: queue label (when there is one), the Workload
-    stamp, and suspended (the Job controller removes any pods it already created)."""
-    result = copy.deepcopy(dict(job))
-    meta = result["metadata"]
-    if queue:
-        meta.setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
-    meta.setdefault("annotations", {})[WORKLOAD_NAME_ANNOTATION] = workload_name
-    result.setdefault("spec", {})["suspend"] = True
-    return result
+def _min_parallelism_problems(job: Mapping[str, Any]) -> list[Problem]:
+    raw = ((job.get("metadata") or {}).get("annotations") or {}).get(JOB_MIN_PARALLELISM_ANNOTATION)
+    if raw is None:
+        return []
+    value = _parse_int(str(raw))
+    count = pod_count(job)
+    if value is None:
+        return [Problem(_MIN_PARALLELISM_PATH, str(raw), "must be a whole number of pods")]
+    if not 0 < value < count:
+        return [
+            Problem(
+                _MIN_PARALLELISM_PATH,
+                str(raw),
+                f"must be between 1 and {count - 1} (the job runs {count} pods at once); "
+                "partial admission needs fewer pods than the job's parallelism",
+            )
+        ]
+    return []
+
+
+class BatchJobAdapter:
+    """batch/v1 Job: one pod set ``main``; partial admission through ``job-min-parallelism``."""
+
+    framework = "batch/job"
+    kind = JobKind(GROUP, "v1", "jobs", KIND)
+    managed_through_pods = False
+    children: tuple[JobKind, ...] = ()
+
+    def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:
+        return podsets(job, defaults)
+
+    def pod_count(self, job: Mapping[str, Any]) -> int:
+        return pod_count(job)
+
+    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+        return is_suspended(job)
+
+    def suspended(self, job: Mapping[str, Any]) -> JSON:
+        return suspended(job)
+
+    def is_stopping(self, job: Mapping[str, Any]) -> bool:
+        return is_stopping(job)
+
+    def template_mutable(self, job: Mapping[str, Any]) -> bool:
+        return template_mutable(job)
+
+    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
+        return bool((job.get("status") or {}).get("active"))
+
+    def released(self, job: Mapping[str, Any], infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+        return released(job, infos, admitted_count=counts.get(DEFAULT_PODSET_NAME))
+
+    def restored(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
+        return restored(job, workload)
+
+    def finished(self, job: Mapping[str, Any]) -> Finish:
+        done, succeeded, message = finished(job)
+        return Finish(done, succeeded, message)
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        return pods_ready(job)
+
+    def matches_workload(self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults) -> bool:
+        return matches_workload(job, workload, defaults)
+
+    def admission_mismatch(
+        self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults
+    ) -> str | None:
+        return admission_mismatch(job, workload, defaults)
+
+    def shape_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        template = ((old.get("spec") or {}).get("template"), (new.get("spec") or {}).get("template"))
+        return pod_count(old) != pod_count(new) or template[0] != template[1]
+
+    def create_problems(self, job: Mapping[str, Any]) -> list[Problem]:
+        return _min_parallelism_problems(job)
+
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+        problems: list[Problem] = []
+        old_annotations = (old.get("metadata") or {}).get("annotations") or {}
+        new_annotations = (new.get("metadata") or {}).get("annotations") or {}
+        key = JOB_MIN_PARALLELISM_ANNOTATION
+        if old_annotations.get(key) != new_annotations.get(key):
+            problems += _min_parallelism_problems(new)
+        # Partial admission fixed the parallelism the job was admitted with.
+        if key in old_annotations and not is_suspended(old):
+            old_par = (old.get("spec") or {}).get("parallelism", 1)
+            new_par = (new.get("spec") or {}).get("parallelism", 1)
+            if old_par != new_par:
+                problems.append(
+                    Problem(
+                        "spec.parallelism",
+                        None,
+                        f"cannot change while the job runs with partial admission ({key}); suspend it first",
+                    )
+                )
+        return problems
+
+
+ADAPTER = BatchJobAdapter()

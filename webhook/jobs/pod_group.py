@@ -24,6 +24,7 @@ from webhook.api.constants import (
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     QUEUE_NAME_LABEL,
 )
+from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
 from webhook.jobs.podset import PodSetInfo
 
@@ -151,3 +152,18 @@ def release_patch(pod: Mapping[str, Any], info: PodSetInfo | None) -> JSON:
 
 def podset_of(pod: Mapping[str, Any]) -> str:
     return role_hash(pod)
+
+
+class PodGroupAdapter:
+    """Plain pods and pod groups: managed through their pods (gated, then ungated), by the pod group sync."""
+
+    framework = "pod"
+    kind = JobKind("", "v1", "pods", "Pod")
+    managed_through_pods = True
+    children: tuple[JobKind, ...] = ()
+
+    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        return job.get("spec") or {}
+
+
+ADAPTER = PodGroupAdapter()

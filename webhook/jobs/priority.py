@@ -24,16 +24,21 @@ def resolve(
     *,
     workload_priority_classes: Mapping[str, Mapping[str, Any]],
     priority_classes: Iterable[Mapping[str, Any]],
+    template_spec: Mapping[str, Any] | None = None,
 ) -> Priority:
     """1. ``kueue.x-k8s.io/priority-class`` names a WorkloadPriorityClass; 2. the pod template's
     ``priorityClassName`` names a PriorityClass; 3. the cluster's ``globalDefault`` PriorityClass (the lowest if
-    several); 4. zero. A named class that does not exist falls through to the next rule."""
+    several); 4. zero. A named class that does not exist falls through to the next rule.
+
+    ``template_spec`` is the pod spec whose class counts (the kind adapter's ``priority_template``); without it,
+    a batch Job's template."""
     labels = (job.get("metadata") or {}).get("labels") or {}
     wpc_name = labels.get(PRIORITY_CLASS_LABEL)
     if wpc_name and (wpc := workload_priority_classes.get(wpc_name)) is not None:
         return Priority(int(wpc.get("value", 0)), wpc_name, WORKLOAD_PRIORITY_CLASS_SOURCE)
     classes = {(pc.get("metadata") or {}).get("name"): pc for pc in priority_classes}
-    template_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    if template_spec is None:
+        template_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
     pc_name = template_spec.get("priorityClassName")
     if pc_name and (pc := classes.get(pc_name)) is not None:
         return Priority(int(pc.get("value", 0)), pc_name, POD_PRIORITY_CLASS_SOURCE)

@@ -435,9 +435,9 @@ class LocalCluster:
         path.write_text(json.dumps(config, indent=2))
         path.chmod(0o600)
 
-    def install_crds(self, *, timeout: float = 60.0) -> None:
-        """Applies every CRD under manifests/crds/ and waits until the API server serves them."""
-        files = sorted(CRD_DIR.glob("*.yaml")) if CRD_DIR.exists() else []
+    def install_crds(self, *, directory: Path = CRD_DIR, timeout: float = 60.0) -> None:
+        """Applies every CRD under ``directory`` (ours: manifests/crds/) and waits until the API server serves them."""
+        files = sorted(directory.glob("*.yaml")) if directory.exists() else []
         files = [f for f in files if f.name != "kustomization.yaml"]
         # libyaml's loader: the pure-Python one takes 0.4 s over these files.
         crds = [doc for f in files for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader) if doc]

@@ -12,10 +12,10 @@ import yaml
 from webhook.admission import registration
 from webhook.admission.endpoints import ENDPOINTS
 from webhook.admission.namespace_policy import NamespacePolicy
-from webhook.admission.options import BATCH_JOB_FRAMEWORK, POD_FRAMEWORK
 from webhook.admission.selector import Selector
 from webhook.api.selector import Requirement
 from webhook.config import parse_config
+from webhook.jobs import registry
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "webhook"
 DEPLOY_CONFIG = Path(__file__).resolve().parents[3] / "manifests" / "deploy" / "base" / "config.yaml"
@@ -70,8 +70,9 @@ def test_frameworks_select_the_job_and_pod_webhooks() -> None:
 
 
 def test_every_endpoint_path_is_served_by_some_webhook() -> None:
+    # Every integration of the registry on.
     mutating, validating = registration.render_webhook_configurations(
-        ca_bundle=None, url="https://h", frameworks=frozenset({BATCH_JOB_FRAMEWORK, POD_FRAMEWORK})
+        ca_bundle=None, url="https://h", frameworks=frozenset(registry.names())
     )
     urls = {h["clientConfig"]["url"] for h in mutating["webhooks"] + validating["webhooks"]}
     assert urls == {"https://h" + e.path for e in ENDPOINTS}

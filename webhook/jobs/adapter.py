@@ -1,0 +1,143 @@
+"""The integration seam: what one job kind must tell Turnstile so the shared webhook rules, the watches, the
+generic job reconciler and RBAC can manage it (Kueue's ``GenericJob``).
+
+Owns: ``JobKind`` (the kind's API coordinates), ``Problem`` (a kind-specific admission complaint, pure), and the
+``JobAdapter`` protocol every kind module implements. An adapter is a module-level object of pure functions over
+the kind's object (a dict as the API server sends it); it never does I/O and never decides *when* to act.
+Must not: know HTTP, the client, or any other kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from webhook.jobs.poddefaults import PodDefaults
+from webhook.jobs.podset import PodSetInfo
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """Where a kind lives in the API: group ("" for core), version, plural and kind."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with a job that only its kind knows about; the webhook reports it as an invalid field."""
+
+    path: str
+    value: str | None  # None: the field is forbidden to change, whatever its value
+    message: str
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Whether the job has ended, and how (the Workload's Finished condition carries the message)."""
+
+    done: bool
+    succeeded: bool = False
+    message: str = ""
+
+
+class JobAdapter(Protocol):
+    """One job kind. ``framework`` is Kueue's integration name (``integrations.frameworks`` in the config).
+
+    A kind managed through its pods (pod groups) is reconciled by the pod group sync; every other kind is a
+    ``SuspendableAdapter``."""
+
+    @property
+    def framework(self) -> str: ...
+
+    @property
+    def kind(self) -> JobKind: ...
+
+    @property
+    def managed_through_pods(self) -> bool:
+        """Its pods are gated one by one (pod groups) instead of the object being suspended as a whole."""
+        ...
+
+    @property
+    def children(self) -> tuple[JobKind, ...]:
+        """Kinds this kind's controller creates; their objects are left to this kind while it is enabled."""
+        ...
+
+    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The pod spec whose ``priorityClassName`` gives the job's pod priority (Kueue: the first template)."""
+        ...
+
+
+class SuspendableAdapter(JobAdapter, Protocol):
+    """A kind suspended and released as a whole through ``spec.suspend`` (batch Job, JobSet, Ray, ...): the
+    generic job reconciler and the shared job webhook rules drive it."""
+
+    def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:
+        """The Workload's ``spec.podSets``: names, counts, templates as the API server will admit the pods."""
+        ...
+
+    def pod_count(self, job: Mapping[str, Any]) -> int:
+        """All the pods that run at once (what a resize changes)."""
+        ...
+
+    def is_suspended(self, job: Mapping[str, Any]) -> bool: ...
+
+    def suspended(self, job: Mapping[str, Any]) -> JSON:
+        """Step 1 of stopping: suspended and marked as stopping."""
+        ...
+
+    def is_stopping(self, job: Mapping[str, Any]) -> bool:
+        """Suspended by ``suspended`` but its templates not yet ``restored``."""
+        ...
+
+    def template_mutable(self, job: Mapping[str, Any]) -> bool:
+        """Whether the API server accepts a restored template now."""
+        ...
+
+    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
+        """Pods of a suspended job still running: the quota stays held until they are gone."""
+        ...
+
+    def released(self, job: Mapping[str, Any], infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+        """Unsuspended, each pod set's flavor injected (``counts``: the admitted count per pod set)."""
+        ...
+
+    def restored(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
+        """Step 2 of stopping: the templates (and counts) as the Workload recorded them."""
+        ...
+
+    def finished(self, job: Mapping[str, Any]) -> Finish: ...
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool: ...
+
+    def matches_workload(self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults) -> bool:
+        """Whether the pending ``workload`` still describes ``job`` (pod sets, counts, containers)."""
+        ...
+
+    def admission_mismatch(
+        self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults
+    ) -> str | None:
+        """Why the admitted ``workload`` does not cover ``job`` as it is now; None when it does."""
+        ...
+
+    def shape_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        """The pods the job runs may differ between ``old`` and ``new`` (their number or their templates)."""
+        ...
+
+    def create_problems(self, job: Mapping[str, Any]) -> list[Problem]:
+        """What this kind refuses on creation (beyond the shared label rules)."""
+        ...
+
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+        """What this kind refuses on update (beyond the shared rules)."""
+        ...
