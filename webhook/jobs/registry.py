@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from webhook.jobs import batch_job, pod_group
+from webhook.jobs import batch_job, jobset, pod_group
 from webhook.jobs.adapter import JobAdapter, JobKind, SuspendableAdapter
 
 ADAPTERS: tuple[JobAdapter, ...] = (
     batch_job.ADAPTER,
     pod_group.ADAPTER,
+    jobset.ADAPTER,
 )
 
 DEFAULT_FRAMEWORKS = frozenset({batch_job.ADAPTER.framework})

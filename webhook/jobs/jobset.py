@@ -1,0 +1,124 @@
+"""The JobSet integration (``jobset.x-k8s.io/v1alpha2``, Kueue's ``jobset.x-k8s.io/jobset``).
+
+One pod set per replicated job, named after it, of ``replicas x`` the pods one of its Jobs runs at once
+(parallelism, capped by completions), as Kueue counts them. The JobSet is suspended as a whole; admission injects
+each pod set's flavors into its replicated job's pod template, and eviction puts the templates back. Finished is
+the JobSet's ``Completed`` or ``Failed`` condition; pods are ready when every replicated job's Jobs are ready or
+succeeded. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.jobs import suspendable
+from webhook.jobs.adapter import Finish, JobKind, Problem
+from webhook.jobs.poddefaults import PodDefaults
+from webhook.jobs.podset import PodSetInfo
+from webhook.jobs.suspendable import TemplateSlot
+
+JSON = dict[str, Any]
+
+
+def _replicated_jobs(jobset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [r for r in (jobset.get("spec") or {}).get("replicatedJobs") or [] if isinstance(r, Mapping)]
+
+
+def _pods_per_replica(replicated: Mapping[str, Any]) -> int:
+    spec = (replicated.get("template") or {}).get("spec") or {}
+    parallelism = spec.get("parallelism")
+    parallelism = 1 if parallelism is None else int(parallelism)
+    completions = spec.get("completions")
+    return parallelism if completions is None else min(parallelism, int(completions))
+
+
+def slots(jobset: Mapping[str, Any]) -> list[TemplateSlot]:
+    return [
+        TemplateSlot(
+            name=str(r.get("name", "")),
+            path=("spec", "replicatedJobs", i, "template", "spec", "template"),
+            count=int(r.get("replicas", 1)) * _pods_per_replica(r),
+        )
+        for i, r in enumerate(_replicated_jobs(jobset))
+    ]
+
+
+class JobSetAdapter:
+    framework = "jobset.x-k8s.io/jobset"
+    kind = JobKind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
+    managed_through_pods = False
+    children: tuple[JobKind, ...] = ()
+
+    def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:
+        return suspendable.pod_sets(job, slots(job), defaults)
+
+    def pod_count(self, job: Mapping[str, Any]) -> int:
+        return sum(s.count for s in slots(job))
+
+    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        # Kueue: the first replicated job whose pods name a PriorityClass.
+        specs = [suspendable.get_path(job, (*s.path, "spec")) or {} for s in slots(job)]
+        return next((s for s in specs if s.get("priorityClassName")), specs[0] if specs else {})
+
+    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+        return suspendable.is_suspended(job)
+
+    def suspended(self, job: Mapping[str, Any]) -> JSON:
+        return suspendable.suspended(job)
+
+    def is_stopping(self, job: Mapping[str, Any]) -> bool:
+        return suspendable.is_stopping(job)
+
+    def template_mutable(self, job: Mapping[str, Any]) -> bool:
+        # JobSet's own webhook lets a suspended JobSet's pod templates change (its controller deletes the Jobs).
+        return self.is_suspended(job)
+
+    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
+        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
+        return any(int(s.get("active") or 0) > 0 for s in statuses)
+
+    def released(self, job: Mapping[str, Any], infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+        return suspendable.released(job, slots(job), infos)
+
+    def restored(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
+        return suspendable.restored(job, slots(job), workload)
+
+    def finished(self, job: Mapping[str, Any]) -> Finish:
+        for condition in (job.get("status") or {}).get("conditions") or []:
+            if condition.get("status") != "True":
+                continue
+            if condition.get("type") == "Completed":
+                return Finish(True, True, condition.get("message") or "JobSet finished successfully")
+            if condition.get("type") == "Failed":
+                return Finish(True, False, condition.get("message") or condition.get("reason") or "JobSet failed")
+        return Finish(False)
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        wanted = sum(int(r.get("replicas", 1)) for r in _replicated_jobs(job))
+        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
+        ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses)
+        return ready >= wanted
+
+    def matches_workload(self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults) -> bool:
+        return suspendable.matches_workload(job, self.pod_sets(job, defaults), workload)
+
+    def admission_mismatch(
+        self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults
+    ) -> str | None:
+        return suspendable.admission_mismatch(self.pod_sets(job, defaults), workload)
+
+    def shape_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        return _replicated_jobs(old) != _replicated_jobs(new)
+
+    def create_problems(self, job: Mapping[str, Any]) -> list[Problem]:
+        names = [s.name for s in slots(job)]
+        if len(set(names)) != len(names) or "" in names:
+            return [Problem("spec.replicatedJobs", ",".join(names), "each replicated job needs its own name")]
+        return []
+
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+        return []
+
+
+ADAPTER = JobSetAdapter()
