@@ -82,13 +82,13 @@ class PodGroupSync:
 
     async def _create(self, pods: Sequence[Object]) -> None:
         first = pods[0]
-        as_job = {"metadata": first.get("metadata") or {}, "spec": {"template": {"spec": first.get("spec") or {}}}}
         priority = resolve(
-            as_job,
+            first,
             workload_priority_classes={
                 (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
             },
             priority_classes=self._cache.priority_classes(),
+            template_spec=pod_group.ADAPTER.priority_template(first),
         )
         body = pod_group.workload_for(pods, priority=priority.value)
         if priority.class_name and priority.source:
