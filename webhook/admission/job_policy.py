@@ -106,7 +106,11 @@ class JobPolicy:
     def __init__(self, adapter: SuspendableAdapter) -> None:
         self._adapter = adapter
 
-    def workload_name(self, namespace: str, name: str) -> str:
+    def workload_name(self, namespace: str, name: str, job: Mapping[str, Any] | None = None) -> str:
+        """The Workload of ``job``: the prebuilt one it names (``kueue.x-k8s.io/prebuilt-workload-name``) or ours."""
+        prebuilt = objects.labels_of(job).get(c.PREBUILT_WORKLOAD_LABEL) if job is not None else None
+        if prebuilt:
+            return prebuilt
         kind = self._adapter.kind
         return naming.workload_name(kind=kind.kind, group=kind.group, namespace=namespace, name=name)
 
@@ -134,9 +138,8 @@ class JobPolicy:
         # 3. Stamp the Workload's name, so the link is visible before the reconciler creates it.
         name = objects.name(job)
         if name:
-            patch.set_entry(
-                ("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, self.workload_name(namespace, name)
-            )
+            stamp = self.workload_name(namespace, name, job)
+            patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
         # 4. Suspend: the kind's controller must not create a pod before the queue admits the job.
         patch.set_field(("spec", "suspend"), True)
         return allow(patch=patch.ops)
@@ -187,6 +190,14 @@ class JobPolicy:
                     f"now {new_queue or '<none>'!r}); suspend the job first",
                 )
             )
+        # 2b. So is the prebuilt Workload it names: quota was reserved for that Workload.
+        old_prebuilt = old_labels.get(c.PREBUILT_WORKLOAD_LABEL)
+        if (
+            not suspended_after
+            and old_prebuilt != new_labels.get(c.PREBUILT_WORKLOAD_LABEL)
+            and (was_managed or now_managed)
+        ):
+            errors.append(immutable(PREBUILT_PATH, "cannot change while the job runs; suspend the job first"))
         # 3. The queue label ties a queued job to its Workload: removing it would let the job run outside every
         #    quota (once unsuspended, nothing would queue it). Only a finished job may lose it.
         if old_queue and not new_queue and was_managed and not self._adapter.finished(old).done:
@@ -227,7 +238,7 @@ class JobPolicy:
         if options.is_trusted(request.username):
             return []
         name = objects.name(job) or request.name
-        workload = self.workload_name(request.namespace, name)
+        workload = self.workload_name(request.namespace, name, job)
         if view.workload_is_admitted(request.namespace, workload):
             return self._admission_errors(request, job, view=view, options=options)
         queue = queue_name(job) or "<none>"
@@ -248,7 +259,7 @@ class JobPolicy:
         if options.is_trusted(request.username):
             return []
         name = objects.name(job) or request.name
-        workload_name = self.workload_name(request.namespace, name)
+        workload_name = self.workload_name(request.namespace, name, job)
         workload = view.workload(request.namespace, workload_name)
         if workload is None or not view.workload_is_admitted(request.namespace, workload_name):
             return []  # rule 1 decides about jobs without an admitted Workload

@@ -2,7 +2,10 @@
 
 The kind is an adapter (``webhook.jobs.adapter.SuspendableAdapter``: batch Job, JobSet, ...); one ``JobSync``
 per enabled kind. For a job in a managed namespace (below, "Job" is any such kind), in order:
-0. an unlabelled Job that should have been queued (it was created while Turnstile's webhook was down, in a
+0. a Job naming a prebuilt Workload (``kueue.x-k8s.io/prebuilt-workload-name``) uses that one, as Kueue does: it
+   waits until it exists, leaves it alone when another object controls it, makes it its own (owner reference),
+   and finishes it ``OutOfSync`` when it does not describe the Job; no Workload is created for it;
+   an unlabelled Job that should have been queued (it was created while Turnstile's webhook was down, in a
    namespace with a ``default`` LocalQueue, or with ``manageJobsWithoutQueueName``) is labelled and suspended;
 1. its Workload exists, owned by it (a stale one left by an earlier Job of the same name is deleted); a Workload
    being deleted (by a user, or discarded in step 5) keeps its quota through the ``resource-in-use`` finalizer
@@ -38,7 +41,6 @@ from webhook.controller.watches import resource_of
 from webhook.jobs import batch_job, registry, suspendable
 from webhook.jobs import workload as wl_life
 from webhook.jobs.adapter import SuspendableAdapter
-from webhook.jobs.naming import workload_name
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import Priority, resolve
@@ -94,6 +96,10 @@ class JobSync:
             return
         workload = self._cache.workload(meta["namespace"], self._workload_name(job))
         defaults = self._cache.pod_defaults(meta["namespace"])
+        if suspendable.prebuilt_workload_name(job) is not None:
+            workload = await self._prebuilt(job, workload, defaults, now)
+            if workload is None:
+                return
 
         # 1. One Workload, owned by this Job; one being deleted holds its quota until the Job has stopped.
         if workload is not None and not self._owned_by(workload, job):
@@ -103,12 +109,17 @@ class JobSync:
             await self._let_go(job, workload, done=done, now=now)
             return
         if workload is None:
-            if not done:
+            if not done and suspendable.prebuilt_workload_name(job) is None:
                 await self._create_workload(job)
             return
 
         # 2. A pending Workload follows its suspended Job; the priority follows the priority class label.
-        if self._adapter.is_suspended(job) and not wl_life.holds_quota(workload) and not wl_life.is_finished(workload):
+        if (
+            self._adapter.is_suspended(job)
+            and not wl_life.holds_quota(workload)
+            and not wl_life.is_finished(workload)
+            and suspendable.prebuilt_workload_name(job) is None  # a prebuilt one is the user's: in sync or finished
+        ):
             workload = await self._refresh_pending(job, workload)
         if not wl_life.is_finished(workload):
             workload = await self._refresh_priority(job, workload)
@@ -161,9 +172,36 @@ class JobSync:
     # -- steps ----------------------------------------------------------------------------------------------
 
     def _workload_name(self, job: Mapping[str, Any]) -> str:
-        meta = job.get("metadata") or {}
-        kind = self._adapter.kind
-        return workload_name(kind=kind.kind, group=kind.group, namespace=meta["namespace"], name=meta["name"])
+        return suspendable.job_workload_name(job, self._adapter.kind)
+
+    async def _prebuilt(
+        self, job: Object, workload: Object | None, defaults: PodDefaults, now: datetime.datetime
+    ) -> Object | None:
+        """Step 0 for a prebuilt Workload: the Workload to go on with, or None when there is nothing to do now."""
+        if workload is None or (workload.get("metadata") or {}).get("deletionTimestamp"):
+            return None  # not created yet (the Job stays suspended until it is)
+        owner = wl_life.controlling_owner(workload)
+        if owner is not None and owner["metadata"].get("uid") != job["metadata"].get("uid"):
+            return None  # another object's Workload: Kueue leaves it alone too
+        if owner is None:
+            workload = await self._kube.replace(
+                WORKLOAD, suspendable.adopted_prebuilt(workload, job, self._adapter.kind)
+            )
+            self._cache.observe(WORKLOAD, workload)
+        if (
+            not wl_life.is_finished(workload)
+            and not wl_life.holds_quota(workload)
+            and not suspendable.prebuilt_in_sync(self._adapter.pod_sets(job, defaults), workload)
+        ):
+            message = "The prebuilt workload is out of sync with its user job"
+            body = wl_life.finished(workload, succeeded=False, message=message, now=now)
+            body["status"]["conditions"] = [
+                c | {"reason": "OutOfSync"} if c.get("type") == "Finished" else c for c in body["status"]["conditions"]
+            ]
+            await self._write_status(body)
+            await self._events.record(job, type="Warning", reason="OutOfSync", message=message, now=now)
+            return None
+        return workload
 
     def _owned_by_managed_parent(self, job: Mapping[str, Any]) -> bool:
         for owner in (job.get("metadata") or {}).get("ownerReferences") or []:

@@ -16,6 +16,7 @@ from webhook.api.constants import (
     API_VERSION,
     JOB_UID_LABEL,
     MAX_EXEC_TIME_LABEL,
+    PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
     RESOURCE_IN_USE_FINALIZER,
     STOPPING_ANNOTATION,
@@ -223,3 +224,55 @@ def adopted(job: Mapping[str, Any], *, queue: str | None, workload_name: str) ->
     meta.setdefault("annotations", {})[WORKLOAD_NAME_ANNOTATION] = workload_name
     result.setdefault("spec", {})["suspend"] = True
     return result
+
+
+def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
+    """The Workload a user created for this job (``kueue.x-k8s.io/prebuilt-workload-name``), if it names one."""
+    value = ((job.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
+    return str(value) if value else None
+
+
+def job_workload_name(job: Mapping[str, Any], kind: JobKind) -> str:
+    """The name of the Workload that represents ``job``: its prebuilt one, or the one Turnstile creates."""
+    meta = job.get("metadata") or {}
+    prebuilt = prebuilt_workload_name(job)
+    if prebuilt is not None:
+        return prebuilt
+    return workload_name(kind=kind.kind, group=kind.group, namespace=meta["namespace"], name=meta["name"])
+
+
+def adopted_prebuilt(workload: Mapping[str, Any], job: Mapping[str, Any], kind: JobKind) -> JSON:
+    """A prebuilt Workload made the job's own (as Kueue does): a controller owner reference and the job UID label."""
+    result = copy.deepcopy(dict(workload))
+    meta, job_meta = result["metadata"], job["metadata"]
+    owner = {
+        "apiVersion": kind.api_version,
+        "kind": kind.kind,
+        "name": job_meta["name"],
+        "uid": job_meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    meta["ownerReferences"] = [*(meta.get("ownerReferences") or []), owner]
+    meta.setdefault("labels", {})[JOB_UID_LABEL] = job_meta["uid"]
+    return result
+
+
+def prebuilt_in_sync(expected: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> bool:
+    """Whether a user's prebuilt Workload describes the job: the same pod sets, counts, and containers asking
+    for the same resources (Kueue's comparison; the rest of a container the API server defaults differently
+    in a Job than in a Workload, so it is not compared)."""
+    recorded = list((workload.get("spec") or {}).get("podSets") or [])
+    if [p.get("name") for p in recorded] != [p["name"] for p in expected] or len(recorded) != len(expected):
+        return False
+
+    def resources(template: Any, key: str) -> list[Any]:
+        return [c.get("resources") or {} for c in ((template or {}).get("spec") or {}).get(key) or []]
+
+    return all(
+        r.get("count") == e["count"]
+        and all(
+            resources(r.get("template"), k) == resources(e["template"], k) for k in ("containers", "initContainers")
+        )
+        for r, e in zip(recorded, expected, strict=True)
+    )
