@@ -22,6 +22,7 @@ venv: $(STAMP)
 controlplane:
 	bash hack/build-control-plane.sh
 	bash hack/build-kwok.sh
+	bash hack/third-party-crds.sh  # KubeRay's CRDs for the e2e tests, from its Go module (cached, seconds cold)
 
 lint: $(STAMP)
 	$(BIN)/ruff check webhook tests bench

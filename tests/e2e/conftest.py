@@ -6,6 +6,7 @@ tests see the API server without Turnstile.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,16 @@ from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
 
 THIRD_PARTY_CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds-third-party"
+FETCH_CRDS = Path(__file__).resolve().parents[2] / "hack" / "third-party-crds.sh"
+
+
+def fetched_crds() -> Path:
+    """KubeRay's CRDs from their Go module, cached outside the repo (fetched on first use, like the control
+    plane's binaries: a test that needs them never skips)."""
+    done = subprocess.run(["bash", str(FETCH_CRDS)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{FETCH_CRDS} failed: {done.stderr.strip()}")
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="package")
@@ -24,6 +35,7 @@ def turnstile(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -
     # alone, their owner is managed), with the third-party CRDs their kinds need (our own test schemas, and those
     # hack/third-party-crds.sh fetches from Go modules). No third-party controller runs: the tests play its part.
     cluster.install_crds(directory=THIRD_PARTY_CRDS)
+    cluster.install_crds(directory=fetched_crds())
     local = LocalTurnstile(
         cluster,
         Path(tmp_path_factory.mktemp("turnstile")),

@@ -2,9 +2,10 @@
 
 ``run_lifecycle`` walks the path every such kind must take: created -> suspended by the webhook -> a Workload
 with the kind's pod sets and totals -> admitted -> released with the flavor's nodeSelector and tolerations ->
-finished (the test plays the kind's controller and writes the finished status) frees the quota for the next
-one -> preempted by a higher-priority job: suspended again, its pod templates restored. A kind's test gives its
-object builder, where its pod templates live and how its controller reports it finished.
+finished (the test plays the kind's controller and writes the finished status; a kind that never finishes is
+deleted) frees the quota for the next one -> preempted by a higher-priority job: suspended again, its pod
+templates restored. A kind's test gives its object builder, where its pod templates live and how its controller
+reports it finished.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ class KindUnderTest:
     templates: Callable[[JSON], dict[str, JSON]]
     # the pod sets and counts its Workload must have
     pod_sets: dict[str, int]
-    # the status its controller writes when it has finished successfully
-    finished_status: JSON
+    # the status its controller writes when it has finished successfully; None for a kind that never finishes
+    # (a RayCluster serves until deleted): the test deletes it instead
+    finished_status: JSON | None
     suspend_path: tuple[str, ...] = ("spec", "suspend")
 
     @property
@@ -131,22 +133,27 @@ def run_lifecycle(cluster: LocalCluster, namespace: str, kut: KindUnderTest) -> 
     )
     assert _suspended(get(cluster, kut.resource, "second", namespace), kut)
 
-    # 5. The first finishes (the test writes what the kind's controller would): its quota goes to the second.
-    cluster.kubectl(
-        "patch",
-        kut.resource,
-        "first",
-        "-n",
-        namespace,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": kut.finished_status}),
-    )
-    eventually(
-        lambda: (w := _workload(cluster, kut, namespace, "first")) and is_true(w, "Finished") and w,
-        what="the first Workload to finish",
-    )
+    # 5. The first finishes (the test writes what the kind's controller would), or is deleted when its kind never
+    #    finishes: its quota goes to the second.
+    if kut.finished_status is not None:
+        cluster.kubectl(
+            "patch",
+            kut.resource,
+            "first",
+            "-n",
+            namespace,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": kut.finished_status}),
+        )
+        eventually(
+            lambda: (w := _workload(cluster, kut, namespace, "first")) and is_true(w, "Finished") and w,
+            what="the first Workload to finish",
+        )
+    else:
+        cluster.kubectl("delete", kut.resource, "first", "-n", namespace, "--wait=false")
+        eventually(lambda: _workload(cluster, kut, namespace, "first") is None, what="the first Workload to go")
     _admitted(cluster, kut, namespace, "second")
     _running(cluster, kut, namespace, "second")
 

@@ -80,7 +80,7 @@ def test_every_problem_is_listed_at_once() -> None:
         "webhook": {"port": 70000, "extra": 1},
         "leaderElection": {"leaseDuration": "10s", "renewDeadline": "15s"},
         "waitForPodsReady": {"timeout": "soon", "requeuingStrategy": {"backoffBaseSeconds": "x"}},
-        "integrations": {"frameworks": ["batch/job", "ray.io/rayjob"]},
+        "integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]},  # one Turnstile does not have
         "metrics": {"bindAddress": "everywhere"},
     }
     with pytest.raises(ConfigError) as caught:
@@ -94,7 +94,7 @@ def test_every_problem_is_listed_at_once() -> None:
         "leaderElection.renewDeadline: must be shorter than leaseDuration",
         "waitForPodsReady.timeout: must be a positive duration",
         "waitForPodsReady.requeuingStrategy.backoffBaseSeconds: must be an integer",
-        "'ray.io/rayjob' is not supported",
+        "'kubeflow.org/mpijob' is not supported",
         "metrics.bindAddress",
     ]:
         assert any(fragment in p for p in problems), fragment

@@ -152,10 +152,11 @@ class JobPolicy:
             return ALLOW
         errors = _label_errors(job)
         old = request.old_object
+        managed = is_managed(job, request.namespace, view=view, options=options)
         if request.operation == "CREATE" or old is None:
-            errors += [_field_error(p) for p in self._adapter.create_problems(job)]
+            errors += [_field_error(p) for p in self._adapter.create_problems(job, managed=managed)]
             return judge(errors)
-        errors += [_field_error(p) for p in self._adapter.update_problems(old, job)]
+        errors += [_field_error(p) for p in self._adapter.update_problems(old, job, managed=managed)]
         errors += self._update_errors(request, old, job, view=view, options=options)
         return judge(errors)
 

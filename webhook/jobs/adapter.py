@@ -134,10 +134,11 @@ class SuspendableAdapter(JobAdapter, Protocol):
         """The pods the job runs may differ between ``old`` and ``new`` (their number or their templates)."""
         ...
 
-    def create_problems(self, job: Mapping[str, Any]) -> list[Problem]:
-        """What this kind refuses on creation (beyond the shared label rules)."""
+    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+        """What this kind refuses on creation (beyond the shared label rules); ``managed``: whether Turnstile
+        queues this job (a kind may refuse some things only then, e.g. Ray's autoscaling)."""
         ...
 
-    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, managed: bool) -> list[Problem]:
         """What this kind refuses on update (beyond the shared rules)."""
         ...

@@ -344,10 +344,10 @@ class BatchJobAdapter:
         template = ((old.get("spec") or {}).get("template"), (new.get("spec") or {}).get("template"))
         return pod_count(old) != pod_count(new) or template[0] != template[1]
 
-    def create_problems(self, job: Mapping[str, Any]) -> list[Problem]:
+    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
         return _min_parallelism_problems(job)
 
-    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, managed: bool) -> list[Problem]:
         problems: list[Problem] = []
         old_annotations = (old.get("metadata") or {}).get("annotations") or {}
         new_annotations = (new.get("metadata") or {}).get("annotations") or {}

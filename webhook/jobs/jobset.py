@@ -111,13 +111,13 @@ class JobSetAdapter:
     def shape_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         return _replicated_jobs(old) != _replicated_jobs(new)
 
-    def create_problems(self, job: Mapping[str, Any]) -> list[Problem]:
+    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
         names = [s.name for s in slots(job)]
         if len(set(names)) != len(names) or "" in names:
             return [Problem("spec.replicatedJobs", ",".join(names), "each replicated job needs its own name")]
         return []
 
-    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Problem]:
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, managed: bool) -> list[Problem]:
         return []
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from webhook.jobs import batch_job, jobset, pod_group
+from webhook.jobs import batch_job, jobset, pod_group, ray
 from webhook.jobs.adapter import JobAdapter, JobKind, SuspendableAdapter
 
 ADAPTERS: tuple[JobAdapter, ...] = (
     batch_job.ADAPTER,
     pod_group.ADAPTER,
     jobset.ADAPTER,
+    ray.RAYJOB,
+    ray.RAYCLUSTER,
 )
 
 DEFAULT_FRAMEWORKS = frozenset({batch_job.ADAPTER.framework})

@@ -107,5 +107,5 @@ def test_pods_ready_when_every_replica_is_ready_or_succeeded() -> None:
 
 
 def test_replicated_jobs_need_distinct_names() -> None:
-    assert ADAPTER.create_problems(make_jobset(("a", 1, 1, 1), ("a", 1, 1, 1)))
-    assert ADAPTER.create_problems(make_jobset(("a", 1, 1, 1), ("b", 1, 1, 1))) == []
+    assert ADAPTER.create_problems(make_jobset(("a", 1, 1, 1), ("a", 1, 1, 1)), managed=True)
+    assert ADAPTER.create_problems(make_jobset(("a", 1, 1, 1), ("b", 1, 1, 1)), managed=True) == []

@@ -1,0 +1,219 @@
+"""The Ray integrations (``ray.io/v1``, KubeRay's CRDs): RayJob (``ray.io/rayjob``) and RayCluster
+(``ray.io/raycluster``).
+
+Pod sets as Kueue builds them: ``head`` (one pod), one per worker group named after the group in lower case
+(``replicas`` x ``numOfHosts`` pods), and for a RayJob submitted as a Kubernetes Job (``submissionMode``
+``K8sJobMode``, the default) a ``submitter`` pod set of one pod (``submitterPodTemplate``, or KubeRay's default
+submitter when it has none). Both are suspended as a whole through ``spec.suspend``. Autoscaling is refused
+(``enableInTreeAutoscaling``): the autoscaler would change the pod count behind the admission. A RayJob has
+finished when KubeRay reports its deployment ``Complete`` or ``Failed``; a RayCluster never finishes (it frees
+its quota when deleted). Pure.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.jobs import suspendable
+from webhook.jobs.adapter import Finish, JobKind, Problem
+from webhook.jobs.poddefaults import PodDefaults
+from webhook.jobs.podset import PodSetInfo
+from webhook.jobs.suspendable import TemplateSlot
+
+JSON = dict[str, Any]
+GROUP, VERSION = "ray.io", "v1"
+HEAD, SUBMITTER = "head", "submitter"
+K8S_JOB_MODE = "K8sJobMode"
+AUTOSCALING_REFUSED = (
+    "a job Turnstile manages cannot use Ray's autoscaling: the autoscaler would run more pods than were "
+    "admitted; set enableInTreeAutoscaling to false and give each worker group its replicas"
+)
+
+
+def _cluster_slots(cluster_spec: Mapping[str, Any], prefix: tuple[str | int, ...]) -> list[TemplateSlot]:
+    slots = [TemplateSlot(HEAD, (*prefix, "headGroupSpec", "template"), 1)]
+    for i, group in enumerate(cluster_spec.get("workerGroupSpecs") or []):
+        replicas = group.get("replicas")
+        count = 1 if replicas is None else int(replicas)
+        hosts = int(group.get("numOfHosts") or 1)
+        slots.append(
+            TemplateSlot(
+                str(group.get("groupName", "")).lower(), (*prefix, "workerGroupSpecs", i, "template"), count * hosts
+            )
+        )
+    return slots
+
+
+def _default_submitter(cluster_spec: Mapping[str, Any]) -> JSON:
+    """KubeRay's submitter when the RayJob names none: the head's image, 500m CPU and 200Mi asked for."""
+    head = ((cluster_spec.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+    image = ((head.get("containers") or [{}])[0]).get("image", "")
+    container = {
+        "name": "ray-job-submitter",
+        "image": image,
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "200Mi"}},
+    }
+    return {"spec": {"containers": [container], "restartPolicy": "Never"}}
+
+
+def _problems(cluster_spec: Mapping[str, Any], where: str, *, reserved: tuple[str, ...]) -> list[Problem]:
+    problems: list[Problem] = []
+    if cluster_spec.get("enableInTreeAutoscaling") is True:
+        problems.append(Problem(f"{where}.enableInTreeAutoscaling", "true", AUTOSCALING_REFUSED))
+    names = [s.name for s in _cluster_slots(cluster_spec, ())[1:]]
+    for name in names:
+        if name in reserved or names.count(name) > 1 or not name:
+            problems.append(
+                Problem(
+                    f"{where}.workerGroupSpecs",
+                    name,
+                    f"each worker group needs its own name, other than {', '.join(repr(r) for r in reserved)} "
+                    "(group names become pod set names, in lower case)",
+                )
+            )
+            break
+    return problems
+
+
+class _RayKind:
+    """What RayJob and RayCluster share: suspended as a whole, every template released and restored."""
+
+    managed_through_pods = False
+    children: tuple[JobKind, ...] = ()
+
+    def slots(self, job: Mapping[str, Any]) -> list[TemplateSlot]:
+        raise NotImplementedError
+
+    def _with_slots(self, job: Mapping[str, Any]) -> JSON:
+        return copy.deepcopy(dict(job))
+
+    def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:
+        pod_sets = suspendable.pod_sets(self._with_slots(job), self.slots(job), defaults)
+        return pod_sets
+
+    def pod_count(self, job: Mapping[str, Any]) -> int:
+        return sum(s.count for s in self.slots(job))
+
+    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        head = self.slots(job)[0]
+        return suspendable.get_path(job, (*head.path, "spec")) or {}
+
+    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+        return suspendable.is_suspended(job)
+
+    def suspended(self, job: Mapping[str, Any]) -> JSON:
+        return suspendable.suspended(job)
+
+    def is_stopping(self, job: Mapping[str, Any]) -> bool:
+        return suspendable.is_stopping(job)
+
+    def template_mutable(self, job: Mapping[str, Any]) -> bool:
+        return self.is_suspended(job)  # KubeRay takes template changes of a suspended object
+
+    def released(self, job: Mapping[str, Any], infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+        return suspendable.released(self._with_slots(job), self.slots(job), infos)
+
+    def restored(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
+        return suspendable.restored(job, self.slots(job), workload)
+
+    def matches_workload(self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults) -> bool:
+        return suspendable.matches_workload(job, self.pod_sets(job, defaults), workload)
+
+    def admission_mismatch(
+        self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults
+    ) -> str | None:
+        return suspendable.admission_mismatch(self.pod_sets(job, defaults), workload)
+
+    def shape_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        return self.pod_sets(old, PodDefaults()) != self.pod_sets(new, PodDefaults())
+
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+        return self.create_problems(new, managed=managed)
+
+    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+        raise NotImplementedError
+
+
+class RayJobAdapter(_RayKind):
+    framework = "ray.io/rayjob"
+    kind = JobKind(GROUP, VERSION, "rayjobs", "RayJob")
+
+    @staticmethod
+    def _submits_with_a_job(job: Mapping[str, Any]) -> bool:
+        return ((job.get("spec") or {}).get("submissionMode") or K8S_JOB_MODE) == K8S_JOB_MODE
+
+    def slots(self, job: Mapping[str, Any]) -> list[TemplateSlot]:
+        cluster_spec = (job.get("spec") or {}).get("rayClusterSpec") or {}
+        slots = _cluster_slots(cluster_spec, ("spec", "rayClusterSpec"))
+        if self._submits_with_a_job(job):
+            slots.append(TemplateSlot(SUBMITTER, ("spec", "submitterPodTemplate"), 1))
+        return slots
+
+    def _with_slots(self, job: Mapping[str, Any]) -> JSON:
+        # The submitter pod set exists even without a submitterPodTemplate (KubeRay then uses its default);
+        # releasing it writes that template, with the flavor, into the RayJob.
+        result = copy.deepcopy(dict(job))
+        spec = result.setdefault("spec", {})
+        if self._submits_with_a_job(job) and not spec.get("submitterPodTemplate"):
+            spec["submitterPodTemplate"] = _default_submitter(spec.get("rayClusterSpec") or {})
+        return result
+
+    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
+        status = (job.get("status") or {}).get("jobDeploymentStatus") or ""
+        return status not in ("", "New", "Suspended", "Complete", "Failed")
+
+    def finished(self, job: Mapping[str, Any]) -> Finish:
+        status = job.get("status") or {}
+        deployment = status.get("jobDeploymentStatus")
+        if deployment == "Complete":
+            return Finish(True, status.get("jobStatus") == "SUCCEEDED", status.get("message") or "RayJob finished")
+        if deployment == "Failed":
+            return Finish(True, False, status.get("message") or status.get("reason") or "RayJob failed")
+        return Finish(False)
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        return (((job.get("status") or {}).get("rayClusterStatus") or {}).get("state")) == "ready"
+
+    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+        if not managed:
+            return []  # an unqueued RayJob is KubeRay's business alone
+        spec = job.get("spec") or {}
+        problems = _problems(spec.get("rayClusterSpec") or {}, "spec.rayClusterSpec", reserved=(HEAD, SUBMITTER))
+        if spec.get("clusterSelector"):
+            problems.append(
+                Problem(
+                    "spec.clusterSelector",
+                    str(spec["clusterSelector"]),
+                    "a job Turnstile manages cannot run on an existing RayCluster: its quota would not be counted",
+                )
+            )
+        if not spec.get("rayClusterSpec") and not spec.get("clusterSelector"):
+            problems.append(Problem("spec.rayClusterSpec", "", "a RayJob Turnstile manages needs its rayClusterSpec"))
+        return problems
+
+
+class RayClusterAdapter(_RayKind):
+    framework = "ray.io/raycluster"
+    kind = JobKind(GROUP, VERSION, "rayclusters", "RayCluster")
+
+    def slots(self, job: Mapping[str, Any]) -> list[TemplateSlot]:
+        return _cluster_slots(job.get("spec") or {}, ("spec",))
+
+    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
+        status = job.get("status") or {}
+        return status.get("state") == "ready" or int(status.get("readyWorkerReplicas") or 0) > 0
+
+    def finished(self, job: Mapping[str, Any]) -> Finish:
+        return Finish(False)  # a RayCluster serves until it is deleted
+
+    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+        return (job.get("status") or {}).get("state") == "ready"
+
+    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+        return _problems(job.get("spec") or {}, "spec", reserved=(HEAD,)) if managed else []
+
+
+RAYJOB = RayJobAdapter()
+RAYCLUSTER = RayClusterAdapter()
