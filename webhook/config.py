@@ -25,6 +25,7 @@ from webhook.admission.names import dns1123_label
 from webhook.admission.namespace_policy import KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.admission.options import FRAMEWORK_KINDS, AdmissionOptions
 from webhook.api.constants import OPENSHIFT_MANAGED_NAMESPACE_LABEL
+from webhook.jobs import registry
 
 API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2", "config.turnstile.x-k8s.io/v1alpha1")
 DEFAULT_NAMESPACE = "turnstile-system"
@@ -321,6 +322,7 @@ def _frameworks(data: Mapping[str, Any], r: _Reader) -> tuple[str, ...]:
                 f"integrations.frameworks: {name!r} is not supported by Turnstile (supported: "
                 f"{', '.join(sorted(FRAMEWORK_KINDS))})"
             )
+    r.problems += [f"integrations.frameworks: {why}" for why in registry.missing_requirements(map(str, frameworks))]
     return tuple(dict.fromkeys(str(f) for f in frameworks))
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from webhook.admission import job_policy, pod_policy, queue_policy, workload_policy
+from webhook.admission import job_policy, pod_owner_policy, pod_policy, queue_policy, workload_policy
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.review import Request
 from webhook.admission.verdict import Verdict
@@ -49,7 +49,9 @@ def _job_endpoints(adapter: JobAdapter) -> tuple[Endpoint, Endpoint]:
     """The mutating and validating webhooks of one job kind: the shared job rules for a kind suspended as a
     whole, the pod rules (gate, group) for a kind managed through its pods."""
     kind = adapter.kind
-    if adapter.managed_through_pods:
+    if adapter.pod_owner:
+        mutate, validate = pod_owner_policy.mutate, pod_owner_policy.validate
+    elif adapter.managed_through_pods:
         mutate, validate = pod_policy.mutate, pod_policy.validate
     else:
         policy = job_policy.JobPolicy(cast(SuspendableAdapter, adapter))
@@ -63,7 +65,7 @@ def _job_endpoints(adapter: JobAdapter) -> tuple[Endpoint, Endpoint]:
         "resources": (kind.plural,),
         "workload_kind": True,
         "framework": adapter.framework,
-        "through_pods": adapter.managed_through_pods,
+        "through_pods": adapter.managed_through_pods and not adapter.pod_owner,
     }
     return (
         Endpoint(f"m{short}.turnstile.x-k8s.io", f"/mutate/{route}", mutate, True, operations=("CREATE",), **common),

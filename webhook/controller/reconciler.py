@@ -84,7 +84,7 @@ class Reconciler:
         ]
         self.pods = (
             PodGroupSync(kube, cache, events=recorder)
-            if any(a.managed_through_pods for a in registry.enabled(enabled))
+            if any(a.managed_through_pods and not a.pod_owner for a in registry.enabled(enabled))
             else None
         )
         self.workloads = WorkloadSync(

@@ -55,6 +55,8 @@ def watch_specs(frameworks: Iterable[str]) -> tuple[WatchSpec, ...]:
     children they name (so what a parent's controller created is in the cache)."""
     specs = list(_BASE_WATCHES)
     for adapter in registry.enabled(frameworks):
+        if adapter.pod_owner:
+            continue  # its pods are watched by the pod integration; the kind itself has nothing to reconcile
         if adapter.managed_through_pods:
             spec = WatchSpec(resource_of(adapter), label_selector=f"{constants.MANAGED_LABEL}=true")
         else:

@@ -69,6 +69,12 @@ class JobAdapter(Protocol):
         ...
 
     @property
+    def pod_owner(self) -> bool:
+        """Only labels its pod template (Deployment): its pods are the ``pod`` integration's, one by one; the kind
+        itself is neither watched nor reconciled."""
+        ...
+
+    @property
     def children(self) -> tuple[JobKind, ...]:
         """Kinds this kind's controller creates; their objects are left to this kind while it is enabled."""
         ...

@@ -293,6 +293,7 @@ class BatchJobAdapter:
     framework = "batch/job"
     kind = JobKind(GROUP, "v1", "jobs", KIND)
     managed_through_pods = False
+    pod_owner = False
     children: tuple[JobKind, ...] = ()
 
     def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:

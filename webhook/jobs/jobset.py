@@ -48,6 +48,7 @@ class JobSetAdapter:
     framework = "jobset.x-k8s.io/jobset"
     kind = JobKind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
     managed_through_pods = False
+    pod_owner = False
     children: tuple[JobKind, ...] = ()
 
     def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:

@@ -160,6 +160,7 @@ class PodGroupAdapter:
     framework = "pod"
     kind = JobKind("", "v1", "pods", "Pod")
     managed_through_pods = True
+    pod_owner = False
     children: tuple[JobKind, ...] = ()
 
     def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:

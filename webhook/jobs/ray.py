@@ -81,6 +81,7 @@ class _RayKind:
     """What RayJob and RayCluster share: suspended as a whole, every template released and restored."""
 
     managed_through_pods = False
+    pod_owner = False
     children: tuple[JobKind, ...] = ()
 
     def slots(self, job: Mapping[str, Any]) -> list[TemplateSlot]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from webhook.jobs import batch_job, jobset, pod_group, ray
+from webhook.jobs import batch_job, deployment, jobset, pod_group, ray
 from webhook.jobs.adapter import JobAdapter, JobKind, SuspendableAdapter
 
 ADAPTERS: tuple[JobAdapter, ...] = (
@@ -19,6 +19,7 @@ ADAPTERS: tuple[JobAdapter, ...] = (
     jobset.ADAPTER,
     ray.RAYJOB,
     ray.RAYCLUSTER,
+    deployment.ADAPTER,
 )
 
 DEFAULT_FRAMEWORKS = frozenset({batch_job.ADAPTER.framework})
@@ -32,6 +33,16 @@ def enabled(frameworks: Iterable[str]) -> tuple[JobAdapter, ...]:
     """The adapters whose framework is on, in registry order."""
     on = set(frameworks)
     return tuple(a for a in ADAPTERS if a.framework in on)
+
+
+def missing_requirements(frameworks: Iterable[str]) -> list[str]:
+    """Why this set of frameworks cannot work: a kind managed through its pods needs the ``pod`` integration."""
+    on = set(frameworks)
+    return [
+        f"{a.framework} needs the {pod_group.ADAPTER.framework!r} integration too (its pods are managed one by one)"
+        for a in enabled(on)
+        if a.pod_owner and pod_group.ADAPTER.framework not in on
+    ]
 
 
 def suspendable(frameworks: Iterable[str]) -> tuple[SuspendableAdapter, ...]:

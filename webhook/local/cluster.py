@@ -315,7 +315,8 @@ class LocalCluster:
         p = self.pki_dir
         controllers = ["job-controller", "garbage-collector-controller", "namespace-controller"]
         controllers += ["ttl-after-finished-controller", "clusterrole-aggregation"]
-        controllers.append("cronjob-controller")  # a CronJob's Jobs are queued like any other (issue 11)
+        # A CronJob's Jobs and a Deployment's pods are queued like any other (issue 11).
+        controllers += ["cronjob-controller", "deployment-controller", "replicaset-controller"]
         if nodes:
             # As on a real cluster: it lifts the not-ready taint the API server puts on every new Node once kwok
             # reports it Ready, and taints it again if kwok stops renewing its Lease.

@@ -49,6 +49,10 @@ def test_every_framework_has_kueues_name_and_one_adapter() -> None:
 def test_rbac_grants_what_the_reconciler_does_to_each_kind(adapter: registry.JobAdapter) -> None:
     granted = _granted()
     group, plural = adapter.kind.group, adapter.kind.plural
+    if adapter.pod_owner:
+        # Only its webhook sees it (the API server sends the object); its pods are the pod integration's.
+        assert {"get", "list", "watch", "update", "patch"} <= granted.get(("", "pods"), set())
+        return
     assert {"get", "list", "watch", "update", "patch"} <= granted.get((group, plural), set())
     if not adapter.managed_through_pods:
         assert {"update", "patch"} <= granted.get((group, f"{plural}/status"), set())
@@ -72,9 +76,14 @@ def test_an_enabled_kind_gets_two_webhooks_a_watch_and_a_reconciler(adapter: reg
         (False, (adapter.kind.plural,)),
         (True, (adapter.kind.plural,)),
     ]
-    assert resource_of(adapter) in {s.resource for s in watch_specs(on)}
     reconciler = Reconciler(FakeKube(), build_cache(watch_specs(on)), frameworks=on)
     driven = {k.resource for k in reconciler.job_kinds}
+    if adapter.pod_owner:
+        # Only labelled by its webhook: neither watched nor reconciled itself.
+        assert resource_of(adapter) not in {s.resource for s in watch_specs(on)}
+        assert driven == set()
+        return
+    assert resource_of(adapter) in {s.resource for s in watch_specs(on)}
     if adapter.managed_through_pods:
         assert reconciler.pods is not None
         assert driven == set()
@@ -104,3 +113,9 @@ def test_the_config_accepts_exactly_the_registered_frameworks() -> None:
     assert set(config.frameworks) == ALL
     with pytest.raises(ConfigError, match=r"'kubeflow\.org/mpijob' is not supported"):
         parse_config({"integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob"]}})
+
+
+def test_a_kind_managed_through_its_pods_needs_the_pod_integration() -> None:
+    with pytest.raises(ConfigError, match="deployment needs the 'pod' integration"):
+        parse_config({"integrations": {"frameworks": ["batch/job", "deployment"]}})
+    assert parse_config({"integrations": {"frameworks": ["deployment", "pod"]}}).frameworks == ("deployment", "pod")

@@ -1,0 +1,30 @@
+"""The Deployment integration (Kueue's ``deployment``): a serving workload managed through its pods.
+
+A Deployment is never suspended: its webhook copies the queue (and WorkloadPriorityClass) label into the pod
+template, so every pod its ReplicaSets create is a pod of the ``pod`` integration on its own: gated, one Workload
+each, admitted individually. Scaling up adds pods that queue; scaling down deletes pods, whose Workloads go with
+them (they are owned by the pod), freeing the quota. Needs the ``pod`` integration. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.jobs.adapter import JobKind
+
+TEMPLATE_PATH = ("spec", "template")
+
+
+class DeploymentAdapter:
+    framework = "deployment"
+    kind = JobKind("apps", "v1", "deployments", "Deployment")
+    managed_through_pods = True
+    pod_owner = True
+    children: tuple[JobKind, ...] = ()
+
+    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+ADAPTER = DeploymentAdapter()
