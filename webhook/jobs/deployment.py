@@ -13,8 +13,6 @@ from typing import Any
 
 from webhook.jobs.adapter import JobKind
 
-TEMPLATE_PATH = ("spec", "template")
-
 
 class DeploymentAdapter:
     framework = "deployment"

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import cast
 
 from webhook.jobs import batch_job, deployment, jobset, pod_group, ray
-from webhook.jobs.adapter import JobAdapter, JobKind, SuspendableAdapter
+from webhook.jobs.adapter import JobAdapter, SuspendableAdapter
 
 ADAPTERS: tuple[JobAdapter, ...] = (
     batch_job.ADAPTER,
@@ -53,7 +53,3 @@ def suspendable(frameworks: Iterable[str]) -> tuple[SuspendableAdapter, ...]:
 def by_kind(group: str, kind: str, frameworks: Iterable[str]) -> JobAdapter | None:
     """The enabled adapter for objects of ``group``/``kind`` (an owner reference's), or None."""
     return next((a for a in enabled(frameworks) if (a.kind.group, a.kind.kind) == (group, kind)), None)
-
-
-def kinds(frameworks: Iterable[str]) -> tuple[JobKind, ...]:
-    return tuple(a.kind for a in enabled(frameworks))
