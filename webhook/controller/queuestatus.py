@@ -18,12 +18,12 @@ from webhook.api.clusterqueue import ClusterQueue
 from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
+from webhook.controller.telemetry import QueueMetrics
 from webhook.core.snapshot import Snapshot
 from webhook.core.usage import workload_usage
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE
-from webhook.metrics import Metrics
 
 log = logging.getLogger(__name__)
 ZERO = Quantity(0)
@@ -48,7 +48,7 @@ def _flavor_usage(
 
 
 class QueueStatusWriter:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, metrics: Metrics | None = None) -> None:
+    def __init__(self, kube: Kube, cache: ClusterCache, *, metrics: QueueMetrics | None = None) -> None:
         self._kube = kube
         self._cache = cache
         self._metrics = metrics

@@ -19,8 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from webhook.admission.namespace_policy import NamespacePolicy
-from webhook.config import WaitForPodsReady
+from webhook.api.configuration import WaitForPodsReady
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -28,12 +27,13 @@ from webhook.controller.jobsync import JobSync
 from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
+from webhook.controller.telemetry import QueueMetrics
 from webhook.controller.workloadsync import WorkloadSync
+from webhook.core.namespace_policy import NamespacePolicy
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
 from webhook.logs import object_fields
-from webhook.metrics import Metrics
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime.datetime]
@@ -50,7 +50,7 @@ class Reconciler:
         cache: ClusterCache,
         *,
         namespaces: NamespacePolicy | None = None,
-        metrics: Metrics | None = None,
+        metrics: QueueMetrics | None = None,
         events: EventRecorder | None = None,
         clock: Clock = _utcnow,
         resync_seconds: float = 5.0,
