@@ -250,8 +250,11 @@ class FakeKube:
                 remaining = None if deadline is None else deadline - loop.time()
                 if remaining is not None and remaining <= 0:
                     return
+                # asyncio.timeout, not wait_for: in Python 3.11 wait_for loses a cancellation that arrives as the
+                # item does, and the watch would then outlive the task that was told to stop.
                 try:
-                    item = await asyncio.wait_for(watcher.queue.get(), remaining)
+                    async with asyncio.timeout(remaining):
+                        item = await watcher.queue.get()
                 except TimeoutError:
                     return
                 if isinstance(item, KubeError):

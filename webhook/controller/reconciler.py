@@ -89,8 +89,11 @@ class Reconciler:
             timeout = self._resync
             if wake is not None:
                 timeout = min(timeout, max(0.05, (wake - self._clock()).total_seconds()))
+            # asyncio.timeout, not wait_for: in Python 3.11 wait_for loses a cancellation that coincides with a
+            # change, and the loop would go on after being told to stop (a lost Lease, a shutdown).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._cache.wait_changed(seen), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._cache.wait_changed(seen)
 
     async def pass_once(self) -> datetime.datetime | None:
         """One pass over everything; returns when the next time-based event is due (None if nothing is)."""
