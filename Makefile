@@ -41,6 +41,13 @@ integration: $(STAMP) controlplane
 test: $(STAMP) controlplane lint typecheck
 	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/pytest -q
 
+# Line coverage of the package from the unit, contract and integration tests (not e2e): the controller is held
+# to 85% (issue 15); e2e runs a separate process and would hide what the in-process tests miss.
+.PHONY: coverage
+coverage: $(STAMP) controlplane
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/pytest tests/unit tests/contract tests/integration -q \
+	  --cov=webhook --cov-report=term-missing:skip-covered
+
 demo: $(STAMP) controlplane
 	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) bash hack/demo.sh
 
