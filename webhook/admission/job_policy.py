@@ -66,11 +66,6 @@ def is_managed(job: Mapping[str, Any], namespace: str, *, view: ClusterView, opt
     return bool(queue_name(job)) or options.manage_jobs_without_queue_name
 
 
-def pods_count(job: Mapping[str, Any]) -> int:
-    """How many pods a batch Job runs at once: parallelism (default 1), capped by completions when smaller."""
-    return batch_job.ADAPTER.pod_count(job)
-
-
 def _field_error(problem: Problem) -> FieldError:
     if problem.value is None:
         return forbidden(problem.path, problem.message)

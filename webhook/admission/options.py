@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from webhook.admission.namespace_policy import NamespacePolicy
+from webhook.core.namespace_policy import NamespacePolicy
 from webhook.jobs import registry
 
-BATCH_JOB_FRAMEWORK = "batch/job"
 POD_FRAMEWORK = "pod"
 # Integration name → (API group, kind) of the objects it manages, from the registry. A job or pod whose
 # controller owner has one of these kinds is left to that owner's integration (Kueue: "don't suspend a child of

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.endpoints import ENDPOINTS, Endpoint
-from webhook.admission.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.api import constants as c
+from webhook.core.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.jobs.registry import DEFAULT_FRAMEWORKS
 
 DEFAULT_TIMEOUT_SECONDS = 5

@@ -18,12 +18,12 @@ from webhook.api.clusterqueue import ClusterQueue
 from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
+from webhook.controller.telemetry import QueueMetrics
 from webhook.core.snapshot import Snapshot
 from webhook.core.usage import workload_usage
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE
-from webhook.metrics import Metrics
 
 log = logging.getLogger(__name__)
 ZERO = Quantity(0)
@@ -48,13 +48,18 @@ def _flavor_usage(
 
 
 class QueueStatusWriter:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, metrics: Metrics | None = None) -> None:
+    def __init__(self, kube: Kube, cache: ClusterCache, *, metrics: QueueMetrics | None = None) -> None:
         self._kube = kube
         self._cache = cache
         self._metrics = metrics
+        # Finished workloads already counted (by uid), None until the first pass: what had finished before this
+        # replica led is not counted again, so a restart or a new leader does not inflate the counter.
+        self._finished: set[str] | None = None
+        self._published: set[str] = set()  # ClusterQueues with series
 
     async def write(self, snapshot: Snapshot, now: datetime.datetime) -> None:
         """Status as of ``snapshot``; admissions of the pass that used it show up in the next one."""
+        self._report_lifecycle(snapshot)
         lq_to_cq = {(lq.namespace, lq.name): lq.cluster_queue for lq in snapshot.local_queues}
         pending_by_cq: Counter[str] = Counter()
         pending_by_lq: Counter[tuple[str, str]] = Counter()
@@ -157,6 +162,22 @@ class QueueStatusWriter:
             )
         # Concurrently: one at a time, 60 queues whose usage moves every pass held each pass up by ~1 s.
         await asyncio.gather(*writes)
+
+    def _report_lifecycle(self, snapshot: Snapshot) -> None:
+        """Count workloads that finished since the last pass; drop the series of ClusterQueues that are gone."""
+        if self._metrics is None:
+            return
+        finished = {wl.uid or f"{wl.namespace}/{wl.name}": wl for wl in snapshot.workloads if wl.finished}
+        if self._finished is not None:
+            for key in finished.keys() - self._finished:
+                admission = finished[key].admission
+                if admission is not None:  # finished without ever being admitted: no queue to count it in
+                    self._metrics.workload_finished(admission.cluster_queue)
+        self._finished = set(finished)
+        names = {cq.name for cq in snapshot.cluster_queues}
+        for gone in self._published - names:
+            self._metrics.forget_cluster_queue(gone)
+        self._published = names
 
     async def _write(
         self,

@@ -48,10 +48,6 @@ class Supervisor:
             raise TaskCrashed(name) from error
 
     @property
-    def crashes(self) -> list[tuple[str, BaseException]]:
-        return list(self._crashes)
-
-    @property
     def names(self) -> list[str]:
         return [name for name, task in self._tasks.items() if not task.done()]
 
@@ -75,9 +71,16 @@ class Supervisor:
     async def wait(self) -> None:
         """Return when every task has finished; raise ``TaskCrashed`` as soon as one crashes."""
         while True:
-            if self._crashes:
+            # The tasks themselves, not only the crashes recorded so far: a task that just died has its done
+            # callback still queued, and "all done" must not be mistaken for "all finished well".
+            crashed = [
+                (name, task.exception())
+                for name, task in self._tasks.items()
+                if task.done() and not task.cancelled() and task.exception() is not None
+            ]
+            if self._crashes or crashed:
                 self._reported = True
-                name, error = self._crashes[0]
+                name, error = self._crashes[0] if self._crashes else crashed[0]
                 raise TaskCrashed(name) from error
             if all(task.done() for task in self._tasks.values()):
                 return

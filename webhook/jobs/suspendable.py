@@ -8,7 +8,7 @@ given where its templates live, and the per-pod-set admission check. A kind modu
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +40,6 @@ class TemplateSlot:
     name: str
     path: tuple[str | int, ...]
     count: int
-
-
-Slots = Callable[[Mapping[str, Any]], list[TemplateSlot]]
 
 
 def get_path(obj: Any, path: Sequence[str | int]) -> Any:

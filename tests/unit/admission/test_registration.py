@@ -11,10 +11,10 @@ import yaml
 
 from webhook.admission import registration
 from webhook.admission.endpoints import ENDPOINTS
-from webhook.admission.namespace_policy import NamespacePolicy
 from webhook.admission.selector import Selector
 from webhook.api.selector import Requirement
 from webhook.config import parse_config
+from webhook.core.namespace_policy import NamespacePolicy
 from webhook.jobs import registry
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "webhook"

@@ -54,3 +54,18 @@ async def test_names_are_unique_among_running_tasks() -> None:
         tasks.spawn(forever(), name="same")
         with pytest.raises(ValueError, match="already running"):
             tasks.spawn(forever(), name="same")
+
+
+async def test_wait_sees_a_crash_whose_done_callback_has_not_run_yet() -> None:
+    async def dies_at_once() -> None:
+        raise KeyError("bug")
+
+    async with Supervisor() as tasks:
+        task = tasks.spawn(dies_at_once(), name="dies")
+        # Polling on purpose (an Event would be set by a callback, which is what must not have run yet): we
+        # resume right after the task's last step, before its done callback.
+        while not task.done():  # noqa: ASYNC110
+            await asyncio.sleep(0)
+        with pytest.raises(TaskCrashed) as caught:
+            await tasks.wait()
+    assert caught.value.task_name == "dies"
