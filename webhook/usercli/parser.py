@@ -1,6 +1,7 @@
 """The arguments of the user and admin subcommands, registered on ``turnstile``'s parser.
 
-Owns: ``register(subparsers)`` for ``queues``, ``workloads``, ``why``, ``stop``, ``resume`` and ``migrate-storage``.
+Owns: ``register(subparsers)`` for ``queues``, ``workloads``, ``why``, ``fit``, ``stop``, ``resume`` and
+``migrate-storage``.
 Must not: import anything heavy: ``turnstile --help`` builds this parser, the work is imported when a command runs.
 """
 
@@ -39,6 +40,10 @@ def register(sub: Any) -> None:
     p = sub.add_parser("why", help="why a job is pending (or what it is doing)")
     _common(p)
     p.add_argument("target", help="a Job name, job/NAME or workload/NAME")
+
+    p = sub.add_parser("fit", help="would this job be admitted now, on which flavors, and if not why and behind whom")
+    _common(p)
+    p.add_argument("-f", "--filename", required=True, help="a batch/v1 Job or Workload manifest ('-' for stdin)")
 
     for name, text in (("stop", "stop admitting to a queue"), ("resume", "resume a stopped queue")):
         p = sub.add_parser(name, help=text)
