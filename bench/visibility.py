@@ -140,6 +140,14 @@ def main() -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError("Turnstile never listed every pending workload")
             time.sleep(1)
+
+        # Steady means Turnstile has written every pending reason (a bounded number per pass), so the cache is quiet.
+        def explained() -> int:
+            listed = client.get(f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NS}/workloads")["items"]
+            return sum(1 for w in listed if (w.get("status") or {}).get("conditions"))
+
+        while explained() < args.workloads and time.monotonic() < deadline + 300:
+            time.sleep(5)
         print(f"machine: {machine()}")
         report("ClusterQueue, default limit (1000), steady", *timed(client, cq_path, args.trials))
         report("ClusterQueue, limit=100000 (all), steady", *timed(client, f"{cq_path}?limit=100000", args.trials))

@@ -61,9 +61,15 @@ class PendingIndex:
             "flavors": cache.resource_flavors(),
             "local_queues": cache.local_queues(),
             "workloads": cache.workloads(),
-            "namespaces": list(cache.items(NAMESPACE)),
+            "namespaces": self._namespaces(),
         }
         return await asyncio.to_thread(self._pass, inputs, generation)
+
+    def _namespaces(self) -> list[Any]:
+        try:
+            return list(self._cache.items(NAMESPACE))
+        except KeyError:  # a cache without namespaces (the dashboard of a user who may not list them)
+            return []
 
     def _pass(self, inputs: dict[str, Any], generation: int) -> Queues:
         started = time.perf_counter()
