@@ -26,7 +26,7 @@ h1{font-size:1.4rem} h2{font-size:1.1rem;margin-top:1.5rem} h3{font-size:1rem;ma
 .cohort{border-left:4px solid #8ab;padding-left:.8rem;margin:1rem 0}
 .cq{border:1px solid #ccc;border-radius:6px;padding:.6rem .8rem;margin:.6rem 0}
 .bar{background:#eee;border-radius:3px;height:.9rem;width:260px;display:inline-block;vertical-align:middle}
-.fill{background:#4a8;height:100%;border-radius:3px} .fill.over{background:#d84}
+.fill{display:block;background:#4a8;height:100%;border-radius:3px} .fill.over{background:#d84}
 table{border-collapse:collapse;font-size:.9rem} td,th{padding:.15rem .6rem;text-align:left;border-bottom:1px solid #eee}
 .muted{color:#777} pre{background:#f6f6f6;padding:.6rem;white-space:pre-wrap}
 textarea{width:100%;height:12rem;font-family:monospace}
