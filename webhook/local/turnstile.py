@@ -49,9 +49,13 @@ class LocalTurnstile:
         config: dict[str, Any] | None = None,
         python_args: tuple[str, ...] = (),
         kubeconfig: Path | None = None,
+        visibility: bool | None = None,
     ) -> None:
         """``python_args`` go between the interpreter and ``-m webhook``, e.g. ``("-m", "cProfile", "-o", f)``;
-        ``kubeconfig`` replaces Turnstile's default identity (a client certificate in ``system:masters``)."""
+        ``kubeconfig`` replaces Turnstile's default identity (a client certificate in ``system:masters``).
+        ``visibility``: serve and register the visibility API; by default only with the default identity, as the
+        manifests grant its delegation rights (auth-delegator, the authentication ConfigMap) only with
+        manifests/visibility."""
         self.cluster = cluster
         self._kubeconfig = kubeconfig
         self._python_args = python_args
@@ -59,6 +63,8 @@ class LocalTurnstile:
         self.port = free_port()
         self.metrics_port = free_port()
         self.visibility_port = free_port()
+        self.visibility = kubeconfig is None if visibility is None else visibility
+        self._serves_visibility = False  # the process this object started listens for the visibility API
         self._config = {
             "namespace": "turnstile-system",
             "reconcilerUsers": [IDENTITY],
@@ -104,7 +110,7 @@ class LocalTurnstile:
                 "--host=127.0.0.1",
                 f"--port={self.port}",
                 f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
-                f"--visibility-bind-address=127.0.0.1:{self.visibility_port}",
+                *([f"--visibility-bind-address=127.0.0.1:{self.visibility_port}"] if self.visibility else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -113,6 +119,7 @@ class LocalTurnstile:
             env=os.environ | {"PYTHONUNBUFFERED": "1"},
         )
         log.close()
+        self._serves_visibility = self.visibility
         self.ca_pem = certs.ca_pem
         if register:
             # Before readiness: the cache sync it waits for may itself need conversion (objects stored as v1beta1).
@@ -180,6 +187,8 @@ class LocalTurnstile:
     def register_visibility(self, ca_pem: bytes) -> None:
         """The visibility API behind the API server's aggregation layer: an ExternalName Service naming this host
         (Endpoints may not hold loopback addresses) and one APIService per version, trusting our CA."""
+        if not self._serves_visibility:
+            return
         namespace = str(self._config["namespace"])
         objects = [
             visibility_registration.external_name_service(namespace=namespace, port=self.visibility_port),
@@ -195,6 +204,8 @@ class LocalTurnstile:
 
     def _wait_visibility(self, timeout: float) -> None:
         """Until the aggregation layer reaches us: its availability check passed and discovery answers."""
+        if not self._serves_visibility:
+            return
         path = f"/apis/{visibility_registration.GROUP}/{visibility_registration.VERSIONS[0]}"
         api = LocalClient(self.cluster)
         deadline = time.monotonic() + timeout
