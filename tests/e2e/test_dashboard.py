@@ -72,6 +72,18 @@ def text_of(driver: webdriver.Chrome, css: str) -> str:
 def test_dashboard_shows_queues_live_and_answers_fit(
     cluster: LocalCluster, dashboard: str, browser: webdriver.Chrome, namespace: str, tmp_path: Path
 ) -> None:
+    try:
+        run_scenario(cluster, dashboard, browser, namespace, tmp_path)
+    except AssertionError:
+        # What the page showed and what the dashboard said, for whoever reads the failure.
+        print("page:", browser.find_element(By.TAG_NAME, "body").text[:3000])
+        print("dashboard log:", (tmp_path / "dashboard.log").read_text()[-3000:])
+        raise
+
+
+def run_scenario(
+    cluster: LocalCluster, dashboard: str, browser: webdriver.Chrome, namespace: str, tmp_path: Path
+) -> None:
     cq = f"dash-{namespace}"
     apply(
         cluster,
@@ -93,11 +105,17 @@ def test_dashboard_shows_queues_live_and_answers_fit(
     # 2. A second job waits: it appears in the queue's pending list with its position and reason, live.
     create(cluster, job(namespace, "second", queue="team", requests={"cpu": "1"}))
     row = eventually(
-        lambda: next((t for t in text_of(browser, f"{card} tr.pending").splitlines() if "second" in t), ""),
-        what="the pending job on the page",
+        lambda: next(
+            (
+                t
+                for t in text_of(browser, f"{card} tr.pending").splitlines()
+                if "second" in t and "WaitingForQuota" in t
+            ),
+            "",
+        ),
+        what="the pending job on the page, with the scheduler's reason",
     )
     assert row.startswith("1 ")
-    assert "WaitingForQuota" in row or "Pending" in row
 
     # 3. The first finishes, the second is admitted: the page follows without a reload.
     finish_job_pods(cluster, namespace, "first")
