@@ -13,6 +13,7 @@ from tests.unit.test_usercli import NOW, cluster_with_a_queue, put
 from tests.unit.test_usercli import kube as kube  # the fixture
 from webhook.api import constants
 from webhook.kube import resources as r
+from webhook.kube.errors import Forbidden
 from webhook.usercli import commands
 
 
@@ -106,3 +107,11 @@ async def test_fit_of_a_job_that_fits(kube: FakeKube) -> None:
         "Job a/small would be admitted now to ClusterQueue cq",
         "  Flavors:   main: cpu=on-demand",
     ]
+
+
+async def test_why_without_permission_to_list_cluster_queues_still_explains(kube: FakeKube) -> None:
+    await with_flavor(kube)
+    kube.faults.fail_next("list", resource=r.CLUSTER_QUEUE, error=Forbidden("403 Forbidden", status=403))
+    data = yaml.safe_load(await commands.why(kube, "train", namespace="a", now=NOW, fmt="yaml"))
+    assert data["fit"] is None
+    assert data["workload"]["position"] == 2

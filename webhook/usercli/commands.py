@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import os
 import sys
@@ -133,11 +134,14 @@ async def why(kube: Kube, target: str, *, namespace: str, now: datetime, fmt: re
         local_queues, _ = await _list_visible(kube, r.LOCAL_QUEUE, namespace)
     fit_answer = None
     if workload is not None:
-        snapshot, _ = await cluster_snapshot(kube, namespace)
-        meta = workload.get("metadata") or {}
-        fit_answer = core_fit.explain_workload(
-            snapshot, (str(meta.get("namespace", "")), str(meta.get("name", ""))), now=now
-        )
+        # The scheduler's answer needs every ClusterQueue and flavor; a user who may not list them still gets the
+        # rest of the report, from the Workload's own conditions.
+        with contextlib.suppress(CommandError):
+            snapshot, _ = await cluster_snapshot(kube, namespace)
+            meta = workload.get("metadata") or {}
+            fit_answer = core_fit.explain_workload(
+                snapshot, (str(meta.get("namespace", "")), str(meta.get("name", ""))), now=now
+            )
     report = views.explain(
         subject,
         job=job,
