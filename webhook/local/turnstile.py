@@ -9,6 +9,7 @@ comes back suspended, a dry-run v1beta1 LocalQueue is converted).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -127,9 +128,14 @@ class LocalTurnstile:
         self._wait_ready(certs.ca_pem, timeout)
         if register:
             self._apply_webhook_configurations(certs.ca_pem)
-            self.register_visibility(certs.ca_pem)
+            # A restart keeps the port and the CA: when the APIServices already point here, nothing is applied and
+            # nothing waits for the aggregator to probe again (the webhooks matter during a restart).
+            fresh = not self._visibility_points_here(certs.ca_pem)
+            if fresh:
+                self.register_visibility(certs.ca_pem)
             self._wait_effective(timeout)
-            self._wait_visibility(timeout)
+            if fresh:
+                self._wait_visibility(timeout)
 
     def register(self, ca_pem: bytes | None = None, *, timeout: float | None = None) -> None:
         """Points the webhook configurations and the CRDs' conversion webhook at this process (with ``timeout``:
@@ -201,6 +207,24 @@ class LocalTurnstile:
         ]
         listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
         self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=listed)
+
+    def _visibility_points_here(self, ca_pem: bytes) -> bool:
+        """Both APIServices name this process's port and CA (one read each; a restart usually finds them so)."""
+        if not self._serves_visibility:
+            return True
+        wanted = base64.b64encode(ca_pem).decode()
+        api = LocalClient(self.cluster)
+        try:
+            for version in visibility_registration.VERSIONS:
+                path = f"/apis/apiregistration.k8s.io/v1/apiservices/{version}.{visibility_registration.GROUP}"
+                spec = api.get(path).get("spec") or {}
+                if (spec.get("service") or {}).get("port") != self.visibility_port or spec.get("caBundle") != wanted:
+                    return False
+        except (ApiError, OSError):
+            return False
+        finally:
+            api.close()
+        return True
 
     def _wait_visibility(self, timeout: float) -> None:
         """Until the aggregation layer reaches us: its availability check passed and discovery answers."""
