@@ -49,6 +49,10 @@ kubectl get job preprocess -o custom-columns='JOB:.metadata.name,NODE-SELECTOR:.
 echo "Its pods run on the tainted spot nodes, which only the spot flavor's toleration lets them onto:"
 kubectl get pods -l job-name=preprocess -o wide
 
+step "Would train-c (4 GPUs) fit? Asking before creating it"
+kubectl create --dry-run=client -o yaml -f hack/demo-jobs.yaml -l 'demo-order=second' \
+  | $TURNSTILE fit -f - -n default --kubeconfig "$KUBECONFIG"
+
 step "Creating train-c (4 GPUs): only 1 GPU is free"
 kubectl create -f hack/demo-jobs.yaml -l 'demo-order=second'
 sleep 2
@@ -57,6 +61,10 @@ kubectl get workloads.kueue.x-k8s.io
 
 step "Why is train-c waiting?"
 $TURNSTILE why train-c -n default --kubeconfig "$KUBECONFIG"
+echo
+echo "Kueue's visibility API (an aggregated API served by Turnstile), through the API server:"
+kubectl get --raw /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads
+echo
 echo
 kubectl get events --field-selector involvedObject.name=train-c -o custom-columns=REASON:.reason,MESSAGE:.message
 

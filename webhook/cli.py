@@ -37,6 +37,7 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         metrics_address=args.metrics_bind_address,
+        visibility_address=args.visibility_bind_address,
         reconcile=args.command == "run",
         json_logs=not args.text_logs,
     )
@@ -109,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
         serve.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
         serve.add_argument("--metrics-bind-address", help="host:port for /metrics (default: metrics.bindAddress)")
         serve.add_argument("--text-logs", action="store_true", help="human-readable logs instead of JSON lines")
+        serve.add_argument(
+            "--visibility-bind-address",
+            help="host:port for Kueue's visibility API, an aggregated API behind the API server (default: off)",
+        )
         serve.set_defaults(func=_serve)
 
     certs = sub.add_parser("certs", help="write a CA and a webhook serving certificate; print the caBundle")

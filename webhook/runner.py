@@ -42,6 +42,8 @@ class RunOptions:
     metrics_host: str = ""
     metrics_port: int | None = 8080  # None: no metrics endpoint
     reconcile: bool = True  # False: webhook only (`turnstile serve`)
+    visibility_host: str = ""
+    visibility_port: int | None = None  # None: no visibility API listener
     identity: str = ""
 
 
@@ -82,6 +84,19 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
             log.info("metrics on port %d", port)
         log.info("webhook server on port %d", server.port)
         supervisor.spawn(server.run_until(stop), name="webhook-server")
+        if options.visibility_port is not None:
+            from webhook.visibility.listener import start_visibility
+
+            await start_visibility(
+                stack,
+                supervisor,
+                kube=kube,
+                cache=cache,
+                cert_file=options.cert_file,
+                key_file=options.key_file,
+                host=options.visibility_host,
+                port=options.visibility_port,
+            )
 
         elector: LeaderElector | None = None
         if options.reconcile:
@@ -141,6 +156,7 @@ def run_from_cli(
     port: int | None,
     metrics_address: str | None,
     reconcile: bool,
+    visibility_address: str | None = None,
     json_logs: bool,
 ) -> int:
     """``turnstile run`` / ``turnstile serve``: configuration, then serve until SIGINT/SIGTERM."""
@@ -163,6 +179,7 @@ def run_from_cli(
             )
             return 2
     metrics_host, metrics_port = _split_address(metrics_address or config.metrics.bind_address)
+    visibility_host, visibility_port = _split_address(visibility_address or "")
     options = RunOptions(
         config=config,
         cert_file=cert,
@@ -173,6 +190,8 @@ def run_from_cli(
         metrics_host=metrics_host,
         metrics_port=metrics_port,
         reconcile=reconcile,
+        visibility_host=visibility_host,
+        visibility_port=visibility_port,
     )
 
     async def main() -> None:

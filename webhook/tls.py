@@ -40,24 +40,31 @@ def _stamp(path: Path) -> _Stamp | None:
     return _Stamp(st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def server_context(cert_file: Path, key_file: Path) -> ssl.SSLContext:
-    """A TLS 1.2+ server context serving that pair; raises ``ssl.SSLError``/``OSError`` if it does not load."""
+def server_context(cert_file: Path, key_file: Path, *, client_ca_pem: str | None = None) -> ssl.SSLContext:
+    """A TLS 1.2+ server context serving that pair; raises ``ssl.SSLError``/``OSError`` if it does not load.
+
+    With ``client_ca_pem``, a client certificate is asked for and, when one is sent, verified against that CA (the
+    handshake fails for one it did not sign); a client may still send none, which the handler then sees."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert_file, key_file)
+    if client_ca_pem is not None:
+        context.load_verify_locations(cadata=client_ca_pem)
+        context.verify_mode = ssl.CERT_OPTIONAL
     return context
 
 
 class CertificateReloader:
-    def __init__(self, cert_file: Path, key_file: Path) -> None:
+    def __init__(self, cert_file: Path, key_file: Path, *, client_ca_pem: str | None = None) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
+        self._client_ca = client_ca_pem
         self._stamps = (_stamp(cert_file), _stamp(key_file))
-        self._current = server_context(cert_file, key_file)
+        self._current = server_context(cert_file, key_file, client_ca_pem=client_ca_pem)
         self._failed_stamps: tuple[_Stamp | None, _Stamp | None] | None = None
         self.reloads = 0
         # The listener's context: serves the first pair itself and hands newer ones out per handshake.
-        self.context = server_context(cert_file, key_file)
+        self.context = server_context(cert_file, key_file, client_ca_pem=client_ca_pem)
         self.context.sni_callback = self._pick_context
 
     def _pick_context(self, conn: ssl.SSLObject, server_name: str | None, original: ssl.SSLContext) -> None:
@@ -70,7 +77,7 @@ class CertificateReloader:
         if stamps == self._stamps or stamps == self._failed_stamps:
             return False
         try:
-            fresh = server_context(self.cert_file, self.key_file)
+            fresh = server_context(self.cert_file, self.key_file, client_ca_pem=self._client_ca)
         except (OSError, ssl.SSLError) as exc:
             # Mid-rotation (one file written, not the other) or a broken pair: keep serving the old one.
             log.warning("TLS pair %s / %s not loaded, keeping the previous one: %s", self.cert_file, self.key_file, exc)

@@ -60,6 +60,9 @@ PRIORITY_CLASS = Resource("scheduling.k8s.io", "v1", "priorityclasses", "Priorit
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
 LIMIT_RANGE = Resource("", "v1", "limitranges", "LimitRange", namespaced=True)
 RUNTIME_CLASS = Resource("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", namespaced=False)
+SUBJECT_ACCESS_REVIEW = Resource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
 
 _KUEUE = constants.GROUP, constants.VERSION
 RESOURCE_FLAVOR = Resource(*_KUEUE, "resourceflavors", "ResourceFlavor", namespaced=False)

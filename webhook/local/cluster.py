@@ -38,6 +38,9 @@ CRD_DIR = REPO_ROOT / "manifests" / "crds"
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-control-plane.sh"
 KWOK_BUILD_SCRIPT = REPO_ROOT / "hack" / "build-kwok.sh"
 SCHEDULER_USER = "system:kube-scheduler"  # the identity the default RBAC policy grants what the scheduler needs
+# The aggregation layer's client identity towards aggregated API servers (Turnstile's visibility API); its CA is
+# separate from the cluster's so no ordinary client certificate can pose as the front proxy.
+FRONT_PROXY_CLIENT = "front-proxy-client"
 STATE_FILE = "cluster.json"
 
 
@@ -243,6 +246,11 @@ class LocalCluster:
         pki.new_client_cert(ca, "turnstile-admin", ("system:masters",)).write(
             self.pki_dir / "admin.crt", self.pki_dir / "admin.key"
         )
+        front_proxy_ca = pki.new_ca("turnstile-local-front-proxy-ca")
+        front_proxy_ca.write(self.pki_dir / "front-proxy-ca.crt", self.pki_dir / "front-proxy-ca.key")
+        pki.new_client_cert(front_proxy_ca, FRONT_PROXY_CLIENT).write(
+            self.pki_dir / "front-proxy-client.crt", self.pki_dir / "front-proxy-client.key"
+        )
         key = self.pki_dir / "sa.key"
         key.write_bytes(pki.new_private_key_pem())
         key.chmod(0o600)
@@ -305,6 +313,18 @@ class LocalCluster:
                 "--disable-admission-plugins=ServiceAccount",
                 "--max-requests-inflight=2000",
                 "--max-mutating-requests-inflight=1000",
+                # The aggregation layer (APIService objects, e.g. Turnstile's visibility API): the client certificate
+                # it presents to aggregated servers and the request headers that carry the user. It publishes these
+                # in kube-system/extension-apiserver-authentication, where an aggregated server reads them. It routes
+                # to a Service's address, so locally an ExternalName Service naming the loopback host is used
+                # (Endpoints may not hold loopback addresses, which --enable-aggregator-routing would need).
+                f"--requestheader-client-ca-file={p / 'front-proxy-ca.crt'}",
+                f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={p / 'front-proxy-client.crt'}",
+                f"--proxy-client-key-file={p / 'front-proxy-client.key'}",
             ],
         )
         context = self._admin_ssl_context()

@@ -48,6 +48,10 @@ def cli_up(state_dir: Path, *, with_turnstile: bool = False, nodes: str = localn
         print(
             f"Turnstile runs in front of it: webhooks on https://127.0.0.1:{local.port}, metrics on {local.metrics_url}"
         )
+        print(
+            f"Kueue's visibility API, aggregated (Turnstile on port {local.visibility_port}):"
+            " kubectl get --raw /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/<name>/pendingworkloads"
+        )
     print(f"kube-apiserver is ready at {state.server}; etcd at 127.0.0.1:{state.etcd_port}.")
     if state.nodes:
         print(

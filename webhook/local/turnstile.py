@@ -9,6 +9,7 @@ comes back suspended, a dry-run v1beta1 LocalQueue is converted).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -34,6 +35,7 @@ from webhook.config import parse_config
 from webhook.local.client import ApiError, LocalClient
 from webhook.local.cluster import ClusterError, LocalCluster, free_port
 from webhook.tls import issue_webhook_certificates
+from webhook.visibility import registration as visibility_registration
 
 IDENTITY = "turnstile-controller"
 PROBE_NAMESPACE = "turnstile-probe"
@@ -48,15 +50,22 @@ class LocalTurnstile:
         config: dict[str, Any] | None = None,
         python_args: tuple[str, ...] = (),
         kubeconfig: Path | None = None,
+        visibility: bool | None = None,
     ) -> None:
         """``python_args`` go between the interpreter and ``-m webhook``, e.g. ``("-m", "cProfile", "-o", f)``;
-        ``kubeconfig`` replaces Turnstile's default identity (a client certificate in ``system:masters``)."""
+        ``kubeconfig`` replaces Turnstile's default identity (a client certificate in ``system:masters``).
+        ``visibility``: serve and register the visibility API; by default only with the default identity, as the
+        manifests grant its delegation rights (auth-delegator, the authentication ConfigMap) only with
+        manifests/visibility."""
         self.cluster = cluster
         self._kubeconfig = kubeconfig
         self._python_args = python_args
         self.workdir = workdir.resolve()
         self.port = free_port()
         self.metrics_port = free_port()
+        self.visibility_port = free_port()
+        self.visibility = kubeconfig is None if visibility is None else visibility
+        self._serves_visibility = False  # the process this object started listens for the visibility API
         self._config = {
             "namespace": "turnstile-system",
             "reconcilerUsers": [IDENTITY],
@@ -78,7 +87,10 @@ class LocalTurnstile:
         """Starts the process and waits until it is ready; ``register=False`` for a replica that serves and elects
         but is not the one the webhook configurations point at (only one URL can be registered)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        certs = issue_webhook_certificates(self.workdir / "certs", ["127.0.0.1", "localhost"])
+        namespace = str(self._config["namespace"])
+        # The aggregation layer checks the visibility listener's certificate against its Service's name.
+        hosts = ["127.0.0.1", "localhost", f"{visibility_registration.SERVICE}.{namespace}.svc"]
+        certs = issue_webhook_certificates(self.workdir / "certs", hosts)
         kubeconfig = self._kubeconfig or self.cluster.client_kubeconfig(IDENTITY, ("system:masters",))
         config_file = self.workdir / "config.yaml"
         config_file.write_text(yaml.safe_dump(self._config))
@@ -98,6 +110,7 @@ class LocalTurnstile:
                 "--host=127.0.0.1",
                 f"--port={self.port}",
                 f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+                *([f"--visibility-bind-address=127.0.0.1:{self.visibility_port}"] if self.visibility else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -106,6 +119,7 @@ class LocalTurnstile:
             env=os.environ | {"PYTHONUNBUFFERED": "1"},
         )
         log.close()
+        self._serves_visibility = self.visibility
         self.ca_pem = certs.ca_pem
         if register:
             # Before readiness: the cache sync it waits for may itself need conversion (objects stored as v1beta1).
@@ -113,7 +127,14 @@ class LocalTurnstile:
         self._wait_ready(certs.ca_pem, timeout)
         if register:
             self._apply_webhook_configurations(certs.ca_pem)
+            # A restart keeps the port and the CA: when the APIServices already point here, nothing is applied and
+            # nothing waits for the aggregator to probe again (the webhooks matter during a restart).
+            fresh = not self._visibility_points_here(certs.ca_pem)
+            if fresh:
+                self.register_visibility(certs.ca_pem)
             self._wait_effective(timeout)
+            if fresh:
+                self._wait_visibility(timeout)
 
     def register(self, ca_pem: bytes | None = None, *, timeout: float | None = None) -> None:
         """Points the webhook configurations and the CRDs' conversion webhook at this process (with ``timeout``:
@@ -121,6 +142,7 @@ class LocalTurnstile:
         ca_pem = ca_pem if ca_pem is not None else self.ca_pem
         self._apply_webhook_configurations(ca_pem)
         self.register_conversion(ca_pem)
+        self.register_visibility(ca_pem)
         if timeout is not None:
             self._wait_effective(timeout)
 
@@ -164,6 +186,63 @@ class LocalTurnstile:
     def unregister(self) -> None:
         for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
             self.cluster.kubectl("delete", kind, "turnstile", "--ignore-not-found", check=False)
+        names = [f"apiservice/{v}.{visibility_registration.GROUP}" for v in visibility_registration.VERSIONS]
+        self.cluster.kubectl("delete", *names, "--ignore-not-found", check=False)
+
+    def register_visibility(self, ca_pem: bytes) -> None:
+        """The visibility API behind the API server's aggregation layer: an ExternalName Service naming this host
+        (Endpoints may not hold loopback addresses) and one APIService per version, trusting our CA."""
+        if not self._serves_visibility:
+            return
+        namespace = str(self._config["namespace"])
+        objects = [
+            visibility_registration.external_name_service(namespace=namespace, port=self.visibility_port),
+            *visibility_registration.api_services(
+                namespace=namespace,
+                service=visibility_registration.SERVICE,
+                port=self.visibility_port,
+                ca_bundle=ca_pem,
+            ),
+        ]
+        listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        self.cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=listed)
+
+    def _visibility_points_here(self, ca_pem: bytes) -> bool:
+        """Both APIServices name this process's port and CA (one read each; a restart usually finds them so)."""
+        if not self._serves_visibility:
+            return True
+        wanted = base64.b64encode(ca_pem).decode()
+        api = LocalClient(self.cluster)
+        try:
+            for version in visibility_registration.VERSIONS:
+                path = f"/apis/apiregistration.k8s.io/v1/apiservices/{version}.{visibility_registration.GROUP}"
+                spec = api.get(path).get("spec") or {}
+                if (spec.get("service") or {}).get("port") != self.visibility_port or spec.get("caBundle") != wanted:
+                    return False
+        except (ApiError, OSError):
+            return False
+        finally:
+            api.close()
+        return True
+
+    def _wait_visibility(self, timeout: float) -> None:
+        """Until the aggregation layer reaches us: its availability check passed and discovery answers."""
+        if not self._serves_visibility:
+            return
+        path = f"/apis/{visibility_registration.GROUP}/{visibility_registration.VERSIONS[0]}"
+        api = LocalClient(self.cluster)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                with contextlib.suppress(ApiError, OSError):
+                    if api.get(path).get("groupVersion"):
+                        return
+                time.sleep(0.3)
+        finally:
+            api.close()
+        raise ClusterError(
+            f"the API server did not reach the visibility API within {timeout:.0f}s; see {self.log_file}"
+        )
 
     def kill(self) -> None:
         """SIGKILL, as a crashed replica: no lease release, no cleanup."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import os
 import sys
 from datetime import UTC, datetime
@@ -17,11 +19,15 @@ from typing import Any, Literal
 
 import yaml
 
+from webhook.core import fit as core_fit
+from webhook.core.snapshot import Snapshot
+from webhook.core.snapshotparse import SnapshotParser
 from webhook.kube import resources as r
 from webhook.kube.client import Kube
 from webhook.kube.errors import Forbidden, KubeError, NotFound
 from webhook.kube.objects import Object
 from webhook.usercli import render, views
+from webhook.usercli.candidate import NotAJob, candidate_workload, fit_text
 
 StopPolicy = Literal["None", "Hold", "HoldAndDrain"]
 _SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -126,6 +132,16 @@ async def why(kube: Kube, target: str, *, namespace: str, now: datetime, fmt: re
         cluster_queue = await _get_or_none(kube, r.CLUSTER_QUEUE, str(cq_name))
         peers, _ = await _list_visible(kube, r.WORKLOAD, namespace)
         local_queues, _ = await _list_visible(kube, r.LOCAL_QUEUE, namespace)
+    fit_answer = None
+    if workload is not None:
+        # The scheduler's answer needs every ClusterQueue and flavor; a user who may not list them still gets the
+        # rest of the report, from the Workload's own conditions.
+        with contextlib.suppress(CommandError):
+            snapshot, _ = await cluster_snapshot(kube, namespace)
+            meta = workload.get("metadata") or {}
+            fit_answer = core_fit.explain_workload(
+                snapshot, (str(meta.get("namespace", "")), str(meta.get("name", ""))), now=now
+            )
     report = views.explain(
         subject,
         job=job,
@@ -136,7 +152,71 @@ async def why(kube: Kube, target: str, *, namespace: str, now: datetime, fmt: re
         local_queues=local_queues,
         now=now,
     )
+    report = dataclasses.replace(report, fit=fit_answer)
     return _output(report, fmt, render.why_text(report))
+
+
+async def cluster_snapshot(kube: Kube, namespace: str) -> tuple[Snapshot, list[str]]:
+    """What the scheduler sees, as far as this user may read it; notes say what is left out."""
+    notes = []
+    try:
+        cqs = (await kube.list(r.CLUSTER_QUEUE)).items
+        flavors = (await kube.list(r.RESOURCE_FLAVOR)).items
+    except Forbidden:
+        raise CommandError("you may not list ClusterQueues and ResourceFlavors: the answer needs them") from None
+    local_queues, _ = await _list_visible(kube, r.LOCAL_QUEUE, namespace)
+    workloads_seen, complete = await _list_visible(kube, r.WORKLOAD, namespace)
+    if not complete:
+        notes.append(
+            f"only the workloads of namespace {namespace} are counted (you may not list others): "
+            "free quota and positions may be better than they are"
+        )
+    try:
+        namespaces = (await kube.list(r.NAMESPACE)).items
+    except Forbidden:
+        namespaces = []
+    parser = SnapshotParser()
+    snapshot = parser.snapshot(
+        cluster_queues=cqs,
+        flavors=flavors,
+        local_queues=local_queues,
+        workloads=workloads_seen,
+        namespaces=namespaces,
+    )
+    notes += [f"skipped malformed {s}" for s in parser.skipped]
+    return snapshot, notes
+
+
+async def fit(
+    kube: Kube, manifest_text: str, *, namespace: str, now: datetime, fmt: render.OutputFormat = "table"
+) -> str:
+    """``turnstile fit -f``: what the scheduler would do now with the job in ``manifest_text``."""
+    try:
+        docs = [d for d in yaml.safe_load_all(manifest_text) if d]
+    except yaml.YAMLError as exc:
+        raise CommandError(f"the manifest is not YAML: {exc}") from None
+    if len(docs) != 1:
+        raise CommandError(f"give exactly one Job or Workload (the file holds {len(docs)} objects)")
+
+    async def optional(resource: r.Resource) -> list[Object]:
+        try:
+            return (await kube.list(resource)).items
+        except Forbidden:
+            return []
+
+    try:
+        subject, candidate = candidate_workload(
+            docs[0],
+            namespace=namespace,
+            workload_priority_classes=await optional(r.WORKLOAD_PRIORITY_CLASS),
+            priority_classes=await optional(r.PRIORITY_CLASS),
+        )
+    except NotAJob as exc:
+        raise CommandError(str(exc)) from None
+    snapshot, notes = await cluster_snapshot(kube, candidate.namespace)
+    answer = core_fit.would_fit(snapshot, candidate, now=now)
+    text = fit_text(subject, answer) + "".join(f"\nNote: {n}" for n in notes)
+    return _output({"subject": subject, "fit": answer, "notes": notes}, fmt, text)
 
 
 async def set_stop_policy(
@@ -210,6 +290,8 @@ async def _run(args: argparse.Namespace, kubeconfig: Path | None) -> str:
             return await workloads(kube, namespace=namespace, pending_only=args.pending, now=now, fmt=fmt)
         if args.command == "why":
             return await why(kube, args.target, namespace=args.namespace, now=now, fmt=fmt)
+        if args.command == "fit":
+            return await fit(kube, _read_manifest(args.filename), namespace=args.namespace, now=now, fmt=fmt)
         if args.command == "migrate-storage":
             from webhook.controller import storagemigration
 
@@ -222,6 +304,15 @@ async def _run(args: argparse.Namespace, kubeconfig: Path | None) -> str:
             local_queue_namespace=args.namespace if args.local_queue else None,
             dry_run=args.dry_run,
         )
+
+
+def _read_manifest(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    try:
+        return Path(name).read_text()
+    except OSError as exc:
+        raise CommandError(f"cannot read {name}: {exc.strerror}") from None
 
 
 def main(args: argparse.Namespace) -> int:

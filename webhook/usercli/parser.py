@@ -1,6 +1,7 @@
 """The arguments of the user and admin subcommands, registered on ``turnstile``'s parser.
 
-Owns: ``register(subparsers)`` for ``queues``, ``workloads``, ``why``, ``stop``, ``resume`` and ``migrate-storage``.
+Owns: ``register(subparsers)`` for ``queues``, ``workloads``, ``why``, ``fit``, ``dashboard``, ``stop``, ``resume`` and
+``migrate-storage``.
 Must not: import anything heavy: ``turnstile --help`` builds this parser, the work is imported when a command runs.
 """
 
@@ -14,6 +15,15 @@ def _run(args: argparse.Namespace) -> int:
     from webhook.usercli import commands
 
     return commands.main(args)
+
+
+def _dashboard(args: argparse.Namespace) -> int:
+    from webhook.dashboard.app import main
+    from webhook.usercli.commands import default_namespace, kubeconfig_path
+
+    kubeconfig = kubeconfig_path(args.kubeconfig)
+    namespace = args.namespace or default_namespace(kubeconfig, args.context)
+    return main(kubeconfig=kubeconfig, context=args.context, namespace=namespace, host=args.host, port=args.port)
 
 
 def _common(parser: argparse.ArgumentParser, *, output: bool = True, all_namespaces: bool = False) -> None:
@@ -39,6 +49,16 @@ def register(sub: Any) -> None:
     p = sub.add_parser("why", help="why a job is pending (or what it is doing)")
     _common(p)
     p.add_argument("target", help="a Job name, job/NAME or workload/NAME")
+
+    p = sub.add_parser("fit", help="would this job be admitted now, on which flavors, and if not why and behind whom")
+    _common(p)
+    p.add_argument("-f", "--filename", required=True, help="a batch/v1 Job or Workload manifest ('-' for stdin)")
+
+    p = sub.add_parser("dashboard", help="a local web page of the queues, live, with your kubeconfig's identity")
+    _common(p, output=False)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default: 8765; 0 picks a free one)")
+    p.set_defaults(func=_dashboard)
 
     for name, text in (("stop", "stop admitting to a queue"), ("resume", "resume a stopped queue")):
         p = sub.add_parser(name, help=text)

@@ -190,6 +190,12 @@ def why_text(report: WhyReport) -> str:
         lines.append("")
         lines.append(f"ClusterQueue {report.cluster_queue.name}:")
         lines.append(_indent(cluster_queues_table([report.cluster_queue])))
+    if report.fit is not None:
+        from webhook.usercli.candidate import fit_text
+
+        lines.append("")
+        lines.append("The scheduler, asked now (as `turnstile fit` asks it):")
+        lines.append(_indent(fit_text(report.subject, report.fit, exists=True)))
     if report.notes:
         lines.append("")
         lines.extend(f"Note: {note}" for note in report.notes)

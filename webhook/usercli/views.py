@@ -16,6 +16,7 @@ from typing import Any
 from webhook.api import constants
 from webhook.api.quantity import InvalidQuantity, Quantity, parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.core.fit import FitAnswer
 
 Obj = Mapping[str, Any]
 
@@ -347,6 +348,7 @@ class WhyReport:
     cluster_queue: ClusterQueueView | None = None
     ahead: tuple[WorkloadView, ...] = ()  # pending workloads before this one in its ClusterQueue (first few)
     notes: tuple[str, ...] = field(default=())
+    fit: FitAnswer | None = None  # the scheduler's answer now (``core.fit``, as ``turnstile fit`` gives it)
 
 
 def pod_set_views(wl: Obj) -> tuple[PodSetView, ...]:
