@@ -86,11 +86,6 @@ class _Queue:
     failed_shapes: dict[Demand, int] = field(default_factory=dict)
 
 
-def _pool(cq: ClusterQueue) -> tuple[str, str]:
-    """Where victims for ``cq`` may come from: its cohort, or only itself."""
-    return ("cohort", cq.cohort) if cq.cohort else ("queue", cq.name)
-
-
 def schedule(snapshot: Snapshot, *, now: datetime) -> SchedulingResult:
     """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot."""
     return _Pass(snapshot, now).run()
@@ -102,10 +97,10 @@ class _Pass:
         self.flavors = {f.name: f for f in snapshot.flavors}
         cqs = sorted(snapshot.cluster_queues, key=lambda c: c.name)
         self.cqs = {c.name: c for c in cqs}
-        self.book = QuotaBook(cqs)
+        self.book = QuotaBook(cqs, snapshot.cohorts)
         # The book once every victim chosen in this pass is gone and its preemptor admitted: preemption is
         # simulated here, admission is checked against ``book`` (where victims still run).
-        self.future = QuotaBook(cqs)
+        self.future = QuotaBook(cqs, snapshot.cohorts)
         self.local_queues = {(lq.namespace, lq.name): lq for lq in snapshot.local_queues}
         self.namespaces = snapshot.namespaces
         self.admitted: list[AdmissionDecision] = []
@@ -117,9 +112,9 @@ class _Pass:
         # 1. Usage of workloads that already hold quota; they are the only possible victims.
         workloads = sorted(snapshot.workloads, key=lambda w: (w.namespace, w.name))
         self.holders: dict[str, list[Holder]] = {}  # by queue, in candidate order
-        self.pools: dict[tuple[str, str], list[str]] = {}  # queues by cohort (or a queue alone)
+        self.pools: dict[str, list[str]] = {}  # queues by the tree they share (root cohort, or a queue alone)
         for cq in cqs:
-            self.pools.setdefault(_pool(cq), []).append(cq.name)
+            self.pools.setdefault(self.book.tree_of(cq.name), []).append(cq.name)
         for wl in workloads:
             if not wl.holds_quota or wl.admission is None or wl.admission.cluster_queue not in self.cqs:
                 continue
@@ -140,7 +135,7 @@ class _Pass:
             quota = self.book.queues[cq.name]
             assigner = FlavorAssigner(cq, quota, self.flavors)
             own = len(self.holders.get(cq.name, ()))
-            in_pool = sum(len(self.holders.get(name, ())) for name in self.pools[_pool(cq)])
+            in_pool = sum(len(self.holders.get(name, ())) for name in self.pools[self.book.tree_of(cq.name)])
             assigner.preemption_possible = (cq.preemption.within_cluster_queue != NEVER and own > 0) or (
                 cq.cohort is not None and cq.preemption.reclaim_within_cohort != NEVER and in_pool > own
             )
@@ -188,6 +183,12 @@ class _Pass:
                         constants.REASON_MISCONFIGURED,
                         f"ClusterQueue {cq.name} uses ResourceFlavor {f.name}, which does not exist",
                     )
+        cycle = self.book.cycle_of(cq)
+        if cycle is not None:
+            return (
+                constants.REASON_MISCONFIGURED,
+                f"ClusterQueue {cq.name} is in cohort {cq.cohort}, whose parents form a cycle ({cycle})",
+            )
         return None
 
     def _resolve(self, wl: Workload) -> _Queue | tuple[str | None, tuple[str, str]]:
@@ -322,7 +323,9 @@ class _Pass:
     def _preempt(self, q: _Queue, e: _Entry, a: Assignment) -> bool:
         wl = e.workload
         preemptor = Preemptor(q.cq, wl.priority, wl.created, a.usage, a.short)
-        victims = find_victims(self.future, preemptor, self.holders, self.pools[_pool(q.cq)], self.taken)
+        victims = find_victims(
+            self.future, preemptor, self.holders, self.pools[self.book.tree_of(q.cq.name)], self.taken
+        )
         if not victims:
             return False
         # Hold the preemptor's quota while its victims still run, so nothing else takes what they free.
