@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from webhook.api import conditions
 from webhook.api.clusterqueue import parse_cluster_queue
+from webhook.api.cohort import parse_cohort
 from webhook.api.constants import COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION
 from webhook.api.flavor import parse_resource_flavor
 from webhook.api.localqueue import parse_local_queue
@@ -109,6 +110,7 @@ class Admitter:
             local_queues=self._parse_all(self._cache.local_queues(), "LocalQueue", parse_local_queue),
             workloads=workloads,
             namespaces={(ns.get("metadata") or {}).get("name", ""): labels_of(ns) for ns in self._namespaces()},
+            cohorts=self._parse_all(self._cache.cohorts(), "Cohort", parse_cohort),
         )
 
     def _namespaces(self) -> list[Object]:

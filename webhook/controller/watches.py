@@ -27,6 +27,7 @@ CACHE_WATCHES: tuple[WatchSpec, ...] = (
     WatchSpec(r.NAMESPACE),
     WatchSpec(r.RESOURCE_FLAVOR),
     WatchSpec(r.CLUSTER_QUEUE),
+    WatchSpec(r.COHORT),
     WatchSpec(r.LOCAL_QUEUE),
     WatchSpec(r.WORKLOAD_PRIORITY_CLASS),
     WatchSpec(r.PRIORITY_CLASS),
