@@ -49,6 +49,7 @@ from webhook.core.decisions import (
     victim_message,
 )
 from webhook.core.demand import Demand, DemandCache
+from webhook.core.fairsharing import FairSharing, Shares, find_fair_victims, status_value, tournament
 from webhook.core.preemption import Holder, Preemptor, candidate_order, find_victims
 from webhook.core.quota import QueueQuota, QuotaBook
 from webhook.core.reasons import explain_shortage
@@ -86,14 +87,15 @@ class _Queue:
     failed_shapes: dict[Demand, int] = field(default_factory=dict)
 
 
-def schedule(snapshot: Snapshot, *, now: datetime) -> SchedulingResult:
+def schedule(snapshot: Snapshot, *, now: datetime, fair_sharing: FairSharing | None = None) -> SchedulingResult:
     """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot."""
-    return _Pass(snapshot, now).run()
+    return _Pass(snapshot, now, fair_sharing or FairSharing()).run()
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot, now: datetime) -> None:
+    def __init__(self, snapshot: Snapshot, now: datetime, fair: FairSharing) -> None:
         self.now = now
+        self.fair = fair
         self.flavors = {f.name: f for f in snapshot.flavors}
         cqs = sorted(snapshot.cluster_queues, key=lambda c: c.name)
         self.cqs = {c.name: c for c in cqs}
@@ -101,6 +103,13 @@ class _Pass:
         # The book once every victim chosen in this pass is gone and its preemptor admitted: preemption is
         # simulated here, admission is checked against ``book`` (where victims still run).
         self.future = QuotaBook(cqs, snapshot.cohorts)
+        self.shares: Shares | None = None
+        self.future_shares: Shares | None = None
+        if fair.enabled:
+            weights = {c.name: c.weight for c in cqs}
+            cohort_weights = {c.name: c.weight for c in snapshot.cohorts}
+            self.shares = Shares(self.book, weights, cohort_weights)
+            self.future_shares = Shares(self.future, weights, cohort_weights)
         self.local_queues = {(lq.namespace, lq.name): lq for lq in snapshot.local_queues}
         self.namespaces = snapshot.namespaces
         self.admitted: list[AdmissionDecision] = []
@@ -219,10 +228,46 @@ class _Pass:
     # -- the pass -----------------------------------------------------------------------------------------
 
     def run(self) -> SchedulingResult:
-        self._rounds(phase=1)
-        self._rounds(phase=2)
+        rounds = self._rounds if self.shares is None else self._fair_rounds
+        rounds(phase=1)
+        rounds(phase=2)
         self._explain()
-        return SchedulingResult(tuple(self.admitted), tuple(self.preemptions), tuple(self.pending))
+        result = SchedulingResult(tuple(self.admitted), tuple(self.preemptions), tuple(self.pending))
+        shares = self.shares
+        if shares is None:
+            return result
+        return SchedulingResult(
+            result.admitted,
+            result.preemptions,
+            result.pending,
+            tuple((n, status_value(shares.share(q))) for n, q in sorted(self.book.queues.items())),
+            tuple((n, status_value(shares.share(c))) for n, c in sorted(self.book.cohorts.items())),
+        )
+
+    def _fair_rounds(self, *, phase: int) -> None:
+        """Fair sharing: one head at a time per tree, the winner of Kueue's tournament on current usage."""
+        assert self.shares is not None
+        active = {q.cq.name: q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)}
+        while active:
+            heads: dict[str, tuple[_Queue, _Entry, Assignment]] = {}
+            for name, q in sorted(active.items()):
+                if not self._skip_known_failures(q):
+                    del active[name]
+                    continue
+                e = q.entries[q.cursor]
+                heads[name] = (q, e, q.assigner.assign(e.demand, e.demand.full_counts()))
+            candidates = [(name, a.usage, a.borrowing, e.order) for name, (_, e, a) in heads.items()]
+            for name in tournament(self.shares, candidates):
+                q, e, a = heads[name]
+                step = self._process(q, e, a, phase=phase)
+                if step == _ADVANCE:
+                    q.cursor += 1
+                    if q.cursor >= len(q.entries):
+                        del active[name]
+                else:  # paused until phase two, or a blocked StrictFIFO queue
+                    if step == _STOP:
+                        q.blocked = True
+                    del active[name]
 
     def _rounds(self, *, phase: int) -> None:
         active = [q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)]
@@ -323,9 +368,19 @@ class _Pass:
     def _preempt(self, q: _Queue, e: _Entry, a: Assignment) -> bool:
         wl = e.workload
         preemptor = Preemptor(q.cq, wl.priority, wl.created, a.usage, a.short)
-        victims = find_victims(
-            self.future, preemptor, self.holders, self.pools[self.book.tree_of(q.cq.name)], self.taken
-        )
+        pool = self.pools[self.book.tree_of(q.cq.name)]
+        if self.future_shares is not None:
+            victims = find_fair_victims(
+                self.future,
+                self.future_shares,
+                preemptor,
+                self.holders,
+                pool,
+                self.taken,
+                self.fair.preemption_strategies,
+            )
+        else:
+            victims = find_victims(self.future, preemptor, self.holders, pool, self.taken)
         if not victims:
             return False
         # Hold the preemptor's quota while its victims still run, so nothing else takes what they free.
