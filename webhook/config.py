@@ -25,6 +25,7 @@ from webhook.admission.names import dns1123_label
 from webhook.admission.namespace_policy import KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.admission.options import FRAMEWORK_KINDS, AdmissionOptions
 from webhook.api.constants import OPENSHIFT_MANAGED_NAMESPACE_LABEL
+from webhook.core.fairsharing import VALID_STRATEGY_LISTS, FairSharing
 
 API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2", "config.turnstile.x-k8s.io/v1alpha1")
 DEFAULT_NAMESPACE = "turnstile-system"
@@ -36,7 +37,6 @@ _KUEUE_ONLY = frozenset(
         "controller",
         "clientConnection",
         "internalCertManagement",
-        "fairSharing",
         "admissionFairSharing",
         "resources",
         "multiKueue",
@@ -107,6 +107,7 @@ class Config:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     webhook: WebhookServer = field(default_factory=WebhookServer)
     metrics: Metrics = field(default_factory=Metrics)
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
 
     def namespace_policy(self) -> NamespacePolicy:
         if self.managed_jobs_namespace_selector is None:
@@ -207,6 +208,7 @@ _TOP = {
     "leaderElection",
     "webhook",
     "metrics",
+    "fairSharing",
 }
 
 
@@ -242,6 +244,7 @@ def parse_config(data: object, *, source: str = "<config>") -> Config:
     frameworks = _frameworks(data, r)
     leader = _leader_election(data, r)
     server = _webhook(data, r)
+    fair = _fair_sharing(data, r)
     metrics_section = r.section(data, "metrics", {"bindAddress", "enableClusterQueueResources", "customLabels"})
     bind = r.typed(metrics_section, "bindAddress", str, Metrics().bind_address, "metrics.")
     if not re.fullmatch(r"[^\s:]*:\d{1,5}|0", bind):
@@ -260,7 +263,27 @@ def parse_config(data: object, *, source: str = "<config>") -> Config:
         leader_election=leader,
         webhook=server,
         metrics=Metrics(bind),
+        fair_sharing=fair,
     )
+
+
+def _fair_sharing(data: Mapping[str, Any], r: _Reader) -> FairSharing:
+    """Kueue's ``fairSharing``: on when the section is present (config v1beta2), or with ``enable: true``
+    (config v1beta1, where the section alone does nothing)."""
+    if "fairSharing" not in data:
+        return FairSharing()
+    section = r.section(data, "fairSharing", {"enable", "preemptionStrategies"})
+    v1beta1 = data.get("apiVersion") == "config.kueue.x-k8s.io/v1beta1"
+    enabled = r.typed(section, "enable", bool, not v1beta1, "fairSharing.")
+    raw = section.get("preemptionStrategies")
+    if raw is None:
+        return FairSharing(enabled=enabled)
+    strategies = tuple(raw) if isinstance(raw, list) else ()
+    if strategies not in VALID_STRATEGY_LISTS:
+        valid = "; ".join(f"[{', '.join(v)}]" for v in VALID_STRATEGY_LISTS)
+        r.problems.append(f"fairSharing.preemptionStrategies: must be one of {valid}, got {raw!r}")
+        return FairSharing(enabled=enabled)
+    return FairSharing(enabled=enabled, preemption_strategies=strategies)
 
 
 def _namespace_selector(data: Mapping[str, Any], r: _Reader, *, namespace: str) -> selector.Selector | None:

@@ -35,6 +35,7 @@ from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.reservations import Reservations
 from webhook.core.decisions import AdmissionDecision, PendingDecision, SchedulingResult, admission_status
+from webhook.core.fairsharing import FairSharing
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
 from webhook.jobs import workload as wl_life
@@ -62,9 +63,11 @@ class Admitter:
         write_concurrency: int = 32,
         pending_writes_per_pass: int = 200,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
+        fair_sharing: FairSharing | None = None,
     ) -> None:
         self._kube = kube
         self._cache = cache
+        self._fair_sharing = fair_sharing
         self._events = events
         self.reservations = reservations or Reservations()
         self._metrics = metrics
@@ -137,7 +140,7 @@ class Admitter:
         """One pass; returns the snapshot it decided on and what it decided."""
         started = time.perf_counter()
         snapshot = self.snapshot()
-        result = schedule(snapshot, now=now)
+        result = schedule(snapshot, now=now, fair_sharing=self._fair_sharing)
         if self._metrics is not None:
             self._metrics.admission_attempt(
                 "success" if result.admitted else "inadmissible", time.perf_counter() - started

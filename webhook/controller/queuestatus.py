@@ -1,7 +1,9 @@
-"""ClusterQueue and LocalQueue status, as ``kubectl get cq`` and dashboards read it.
+"""ClusterQueue, LocalQueue and Cohort status, as ``kubectl get cq`` and dashboards read it.
 
 Computed from one scheduling snapshot and the pass's result, written only when it differs from what the object
-already says (a steady cluster writes nothing). Metrics with Kueue's names are set from the same numbers.
+already says (a steady cluster writes nothing). Metrics with Kueue's names are set from the same numbers. With
+fair sharing on, ClusterQueues and Cohorts carry ``status.fairSharing.weightedShare`` from the pass's result; a
+ClusterQueue below a cycle of Cohorts is inactive with reason ``CohortHasCycle`` naming the cycle.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from webhook.api.clusterqueue import ClusterQueue
 from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
+from webhook.core.decisions import SchedulingResult
+from webhook.core.quota import QuotaBook
 from webhook.core.snapshot import Snapshot
 from webhook.core.usage import workload_usage
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE
+from webhook.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE
 from webhook.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -53,8 +57,13 @@ class QueueStatusWriter:
         self._cache = cache
         self._metrics = metrics
 
-    async def write(self, snapshot: Snapshot, now: datetime.datetime) -> None:
-        """Status as of ``snapshot``; admissions of the pass that used it show up in the next one."""
+    async def write(self, snapshot: Snapshot, now: datetime.datetime, result: SchedulingResult | None = None) -> None:
+        """Status as of ``snapshot``; admissions of the pass that used it show up in the next one.
+
+        Weighted shares come from ``result`` (the pass's own view, its admissions included) when it has them.
+        """
+        cq_shares = dict(result.cluster_queue_shares) if result is not None else {}
+        cycles = QuotaBook(snapshot.cluster_queues, snapshot.cohorts) if snapshot.cohorts else None
         lq_to_cq = {(lq.namespace, lq.name): lq.cluster_queue for lq in snapshot.local_queues}
         pending_by_cq: Counter[str] = Counter()
         pending_by_lq: Counter[tuple[str, str]] = Counter()
@@ -80,14 +89,22 @@ class QueueStatusWriter:
             active = cq.active and all(
                 f.name in {rf.name for rf in snapshot.flavors} for g in cq.resource_groups for f in g.flavors
             )
-            status = {
+            status: dict[str, Any] = {
                 "pendingWorkloads": pending,
                 "reservingWorkloads": len(workloads),
                 "admittedWorkloads": len(workloads),
                 "flavorsReservation": _flavor_usage(cq, usage, with_borrowed=True),
                 "flavorsUsage": _flavor_usage(cq, usage, with_borrowed=True),
             }
+            if cq.name in cq_shares:
+                status["fairSharing"] = {"weightedShare": cq_shares[cq.name]}
+                if self._metrics is not None:
+                    self._metrics.set_weighted_share(cq.name, cq_shares[cq.name], cohort=cq.cohort or "")
             reason, message = ("Ready", "Can admit new workloads") if active else _inactive(cq)
+            cycle = cycles.cycle_of(cq) if cycles is not None else None
+            if active and cycle is not None:
+                active, reason = False, "CohortHasCycle"
+                message = f"Can't admit new workloads: the parents of cohort {cq.cohort} form a cycle ({cycle})"
             writes.append(
                 self._write(
                     CLUSTER_QUEUE, cq.name, None, status, active=active, reason=reason, message=message, now=now
@@ -155,8 +172,28 @@ class QueueStatusWriter:
                     LOCAL_QUEUE, lq.name, lq.namespace, status, active=active, reason=reason, message=message, now=now
                 )
             )
+        if result is not None:
+            for name, share in result.cohort_shares:
+                writes.append(self._write_cohort(name, share))
+                if self._metrics is not None:
+                    self._metrics.set_cohort_weighted_share(name, share)
         # Concurrently: one at a time, 60 queues whose usage moves every pass held each pass up by ~1 s.
         await asyncio.gather(*writes)
+
+    async def _write_cohort(self, name: str, share: int) -> None:
+        obj = self._cache.cohort(name)
+        if obj is None:
+            return  # a cohort named only by ClusterQueues has no object to carry a status
+        fields = {"fairSharing": {"weightedShare": share}}
+        current = obj.get("status") or {}
+        if all(current.get(k) == v for k, v in fields.items()):
+            return
+        try:
+            written = await self._kube.replace_status(COHORT, dict(obj) | {"status": dict(current) | fields})
+        except errors.KubeError as exc:
+            log.info("cohort status not written: %s", exc)
+            return
+        self._cache.observe(COHORT, written)
 
     async def _write(
         self,

@@ -29,6 +29,7 @@ from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.workloadsync import WorkloadSync
+from webhook.core.fairsharing import FairSharing
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
@@ -57,6 +58,7 @@ class Reconciler:
         concurrency: int = 32,
         wait_for_pods_ready: WaitForPodsReady | None = None,
         manage_jobs_without_queue_name: bool = False,
+        fair_sharing: FairSharing | None = None,
     ) -> None:
         self._cache = cache
         self._namespaces = namespaces or NamespacePolicy.default()
@@ -74,7 +76,9 @@ class Reconciler:
         )
         self.pods = PodGroupSync(kube, cache, events=recorder)
         self.workloads = WorkloadSync(kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready)
-        self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)
+        self.admitter = Admitter(
+            kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency, fair_sharing=fair_sharing
+        )
         self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
         self.finalizers = QueueFinalizers(kube, cache)
         self.passes = 0
@@ -99,8 +103,8 @@ class Reconciler:
         await self._each(jobs, lambda job: self.jobs.sync(job, now))
         await self._each(self.pods.groups(), lambda pods: self.pods.sync(pods, now))
         wakes = await self._each(self._cache.workloads(), lambda wl: self.workloads.sync(wl, now))
-        snapshot, _result = await self.admitter.run_pass(now)
-        await self.queue_status.write(snapshot, now)
+        snapshot, result = await self.admitter.run_pass(now)
+        await self.queue_status.write(snapshot, now, result)
         try:
             await self.finalizers.sync()
         except errors.KubeError as exc:

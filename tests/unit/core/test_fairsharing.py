@@ -181,7 +181,7 @@ def fair_scenarios(draw: st.DrawFn) -> tuple[list[ClusterQueue], list[Workload],
     return cqs, holders, preemptor, draw(st.sampled_from([LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(fair_scenarios())
 def test_fair_preemption_never_leaves_the_preemptor_above_what_the_strategy_allows(
     scenario: tuple[list[ClusterQueue], list[Workload], Workload, str],

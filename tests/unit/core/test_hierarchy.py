@@ -15,7 +15,7 @@ from tests.unit.core.builders import (
     workload,
 )
 from webhook.api import constants
-from webhook.api.clusterqueue import ANY, ClusterQueue
+from webhook.api.clusterqueue import ANY, ClusterQueue, ResourceGroup
 from webhook.api.cohort import Cohort
 from webhook.api.workload import Workload
 from webhook.core.decisions import SchedulingResult
@@ -26,7 +26,7 @@ CPU = ("default", "cpu")
 UNIT = 10**9
 
 
-def cpu_group(nominal: int, *, borrowing: int | None = None, lending: int | None = None) -> object:
+def cpu_group(nominal: int, *, borrowing: int | None = None, lending: int | None = None) -> ResourceGroup:
     return group(("default", [quota("cpu", nominal, borrowing=borrowing, lending=lending)]))
 
 
@@ -45,7 +45,7 @@ def org(
     dept = cpu_group(0, borrowing=dept_borrowing, lending=dept_lending)
     cohorts = [
         cohort("org", cpu_group(8)),
-        cohort("dept-a", dept, parent="org"),  # type: ignore[arg-type]
+        cohort("dept-a", dept, parent="org"),
         cohort("dept-b", parent="org"),
     ]
     cqs = [cpu_queue(name, 2, cohort=f"dept-{name[0]}") for name in ("a1", "a2", "b1", "b2")]

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from hypothesis import event, given
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.core.builders import NOW, cluster_queue, cohort, group, quota, snapshot
-from tests.unit.core.test_properties import SETTINGS, UNIT, Cluster, _shuffled, check_decisions, operations, usage
+from tests.unit.core.test_properties import UNIT, Cluster, _shuffled, check_decisions, operations, usage
 from webhook.api.clusterqueue import ANY, LOWER_PRIORITY, NEVER, ClusterQueue, ResourceGroup
 from webhook.api.cohort import Cohort
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
 
 FR = ("f0", "cpu")
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _limits(groups: tuple[ResourceGroup, ...]) -> tuple[int, int | None, int | None]:
