@@ -130,6 +130,36 @@ def branches(a: QuotaNode, b: QuotaNode) -> tuple[QuotaNode, QuotaNode] | None:
     return path_a[index[id(node)] - 1], below_b
 
 
+def fair_note(shares: Shares, queue: QuotaNode, weight: Fraction, usage: Mapping[FlavorResource, int]) -> str:
+    """Whose share decides, and how much: the queue's weighted share now and with the workload, and the highest
+    share among the queues and cohorts it competes with (its siblings)."""
+    now, then = shares.share(queue), shares.share(queue, usage)
+    text = (
+        f"fair sharing: ClusterQueue {queue.name} (weight {_number(weight)}) has weighted share {_shown(now)}, "
+        f"{_shown(then)} with this workload"
+    )
+    parent = queue.parent
+    if parent is not None:
+        rivals = [(shares.share(n), n) for n in parent.children if n is not queue]
+        if rivals:
+            top, node = max(rivals, key=lambda r: (r[0], r[1].name))
+            kind = (
+                "ClusterQueue"
+                if node.name in shares.book.queues and shares.book.queues[node.name] is node
+                else "Cohort"
+            )
+            text += f"; highest in cohort {parent.name}: {kind} {node.name} at {_shown(top)}"
+    return text
+
+
+def _shown(share: float) -> str:
+    return "infinite" if share == INFINITE else str(math.ceil(share))
+
+
+def _number(weight: Fraction) -> str:
+    return str(weight.numerator) if weight.denominator == 1 else f"{float(weight):g}"
+
+
 # -- admission ------------------------------------------------------------------------------------------------
 
 # (queue, usage if its head is admitted, whether that borrows, the head's order: priority, age, uid...)

@@ -49,7 +49,7 @@ from webhook.core.decisions import (
     victim_message,
 )
 from webhook.core.demand import Demand, DemandCache
-from webhook.core.fairsharing import FairSharing, Shares, find_fair_victims, status_value, tournament
+from webhook.core.fairsharing import FairSharing, Shares, fair_note, find_fair_victims, status_value, tournament
 from webhook.core.preemption import Holder, Preemptor, candidate_order, find_victims
 from webhook.core.quota import QueueQuota, QuotaBook
 from webhook.core.reasons import explain_shortage
@@ -423,7 +423,10 @@ class _Pass:
                     key = (e.demand, e.preemption_failed)
                     if key not in memo:
                         explained = q.assigner.assign(e.demand, e.demand.full_counts(), explain=True)
-                        memo[key] = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
+                        reason, text, retry = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
+                        if self.shares is not None and q.quota.parent is not None:
+                            text = f"{text}; {fair_note(self.shares, q.quota, q.cq.weight, explained.usage)}"
+                        memo[key] = reason, text, retry
                     reason, text, retry = memo[key]
                     if q.cq.queueing_strategy == STRICT_FIFO:
                         blocker = e

@@ -213,3 +213,14 @@ def test_fair_preemption_never_leaves_the_preemptor_above_what_the_strategy_allo
             else:
                 assert own < _share(before[theirs], nominal[theirs], lendable, weight[theirs])
     assert len(victims) == sum(len(p.victims) for p in result.preemptions)
+
+
+def test_pending_reason_says_whose_share_decided_and_how_much() -> None:
+    holders = [admitted(workload(f"h{i}", queue="heavy", cpu=10), "heavy", reserved_age=i) for i in range(3)]
+    result = run(weighted(), [*holders, workload("late", queue="light", cpu=1, age=50)])
+    (p,) = result.pending
+    assert p.workload[1] == "late"
+    assert (
+        "fair sharing: ClusterQueue light (weight 1) has weighted share 0, 34 with this workload; "
+        "highest in cohort shared: ClusterQueue heavy at 500"
+    ) in p.message
