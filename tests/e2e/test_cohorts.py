@@ -19,6 +19,7 @@ from tests.e2e.kube import (
     JSON,
     apply,
     cluster_queue,
+    create,
     eventually,
     finish_job_pods,
     flavor,
@@ -167,7 +168,7 @@ def test_weights_one_and_two_share_a_saturated_cohort_one_to_two(
 
     served = {"light": 0, "heavy": 0}
     finished: set[str] = set()
-    for _ in range(3):
+    for _ in range(2):
         top_up()
         # Admissions and fair preemptions settle at the weighted split of the cohort's 12 cpu: 4 and 8.
         state = eventually(
@@ -197,3 +198,23 @@ def test_weights_one_and_two_share_a_saturated_cohort_one_to_two(
     ratio = served["heavy"] / served["light"]
     assert abs(ratio - 2) <= 0.2, served
     assert get(cluster, "cohort", "shared")["status"]["fairSharing"] == {"weightedShare": 0}
+
+
+EXAMPLES = Path(__file__).parents[1] / "fixtures" / "kueue-examples"
+
+
+def test_kueue_style_cohort_tree_applies_and_limits_as_documented(
+    cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
+) -> None:
+    tree = EXAMPLES / "cohort-tree.yaml"
+    cluster.kubectl("apply", "--server-side", "-f", str(tree))
+    try:
+        apply(cluster, local_queue(namespace, "training", "example-research-training"))
+        # research holds 4 + 2 of its queues and may borrow 4 from the organisation: 10 cpu for training at most.
+        create(cluster, job(namespace, "wide", queue="training", parallelism=10))
+        eventually(lambda: admitted_in(cluster, namespace).get("example-research-training") == ["wide"], what="wide")
+        create(cluster, job(namespace, "one-more", queue="training"))
+        waiting(cluster, namespace, "one-more", text="cpu")
+    finally:
+        cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=true", check=False)
+        cluster.kubectl("delete", "-f", str(tree), "--wait=false", check=False)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from webhook.config import ConfigError, parse_config
+from webhook.config import ConfigError, load_config, parse_config
 from webhook.core.fairsharing import LESS_THAN_INITIAL_SHARE, LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, FairSharing
 
 V1 = "config.kueue.x-k8s.io/v1beta1"
@@ -41,3 +42,10 @@ def test_strategy_lists_kueue_refuses_are_refused() -> None:
         parse_config({"fairSharing": {"preemptionStrategies": order}})
     with pytest.raises(ConfigError, match=r"fairSharing\.typo: unknown field"):
         parse_config({"fairSharing": {"typo": 1}})
+
+
+def test_kueue_style_fair_sharing_configuration_loads() -> None:
+    path = Path(__file__).parents[1] / "fixtures" / "kueue-examples" / "fair-sharing-config.yaml"
+    assert load_config(path).fair_sharing == FairSharing(
+        enabled=True, preemption_strategies=(LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
+    )
