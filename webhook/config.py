@@ -25,6 +25,7 @@ from webhook.admission.names import dns1123_label
 from webhook.admission.namespace_policy import KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.admission.options import FRAMEWORK_KINDS, AdmissionOptions
 from webhook.api.constants import OPENSHIFT_MANAGED_NAMESPACE_LABEL
+from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.fairsharing import VALID_STRATEGY_LISTS, FairSharing
 
 API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2", "config.turnstile.x-k8s.io/v1alpha1")
@@ -37,7 +38,6 @@ _KUEUE_ONLY = frozenset(
         "controller",
         "clientConnection",
         "internalCertManagement",
-        "admissionFairSharing",
         "resources",
         "multiKueue",
         "objectRetentionPolicies",
@@ -108,6 +108,7 @@ class Config:
     webhook: WebhookServer = field(default_factory=WebhookServer)
     metrics: Metrics = field(default_factory=Metrics)
     fair_sharing: FairSharing = field(default_factory=FairSharing)
+    admission_fair_sharing: AdmissionFairSharing = field(default_factory=AdmissionFairSharing)
 
     def namespace_policy(self) -> NamespacePolicy:
         if self.managed_jobs_namespace_selector is None:
@@ -209,6 +210,7 @@ _TOP = {
     "webhook",
     "metrics",
     "fairSharing",
+    "admissionFairSharing",
 }
 
 
@@ -245,6 +247,7 @@ def parse_config(data: object, *, source: str = "<config>") -> Config:
     leader = _leader_election(data, r)
     server = _webhook(data, r)
     fair = _fair_sharing(data, r)
+    afs = _admission_fair_sharing(data, r)
     metrics_section = r.section(data, "metrics", {"bindAddress", "enableClusterQueueResources", "customLabels"})
     bind = r.typed(metrics_section, "bindAddress", str, Metrics().bind_address, "metrics.")
     if not re.fullmatch(r"[^\s:]*:\d{1,5}|0", bind):
@@ -264,6 +267,32 @@ def parse_config(data: object, *, source: str = "<config>") -> Config:
         webhook=server,
         metrics=Metrics(bind),
         fair_sharing=fair,
+        admission_fair_sharing=afs,
+    )
+
+
+def _admission_fair_sharing(data: Mapping[str, Any], r: _Reader) -> AdmissionFairSharing:
+    """Kueue's ``admissionFairSharing``: on when present; applies to ClusterQueues whose admissionScope asks."""
+    if "admissionFairSharing" not in data:
+        return AdmissionFairSharing()
+    known = {"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"}
+    section = r.section(data, "admissionFairSharing", known)
+    where = "admissionFairSharing."
+    half_life = r.duration(section, "usageHalfLifeTime", 0.0, where)
+    interval = r.duration(section, "usageSamplingInterval", 300.0, where)
+    if interval <= 0:
+        r.problems.append(f"{where}usageSamplingInterval: must be greater than 0")
+    weights = section.get("resourceWeights") or {}
+    if not isinstance(weights, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in weights.values()
+    ):
+        r.problems.append(f"{where}resourceWeights: must map resource names to non-negative numbers")
+        weights = {}
+    return AdmissionFairSharing(
+        enabled=True,
+        usage_half_life_seconds=half_life,
+        usage_sampling_interval_seconds=interval,
+        resource_weights={str(k): float(v) for k, v in weights.items()},
     )
 
 

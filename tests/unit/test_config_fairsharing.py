@@ -49,3 +49,20 @@ def test_kueue_style_fair_sharing_configuration_loads() -> None:
     assert load_config(path).fair_sharing == FairSharing(
         enabled=True, preemption_strategies=(LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
     )
+
+
+def test_admission_fair_sharing_section() -> None:
+    afs = parse_config(
+        {
+            "admissionFairSharing": {
+                "usageHalfLifeTime": "10m",
+                "usageSamplingInterval": "1m",
+                "resourceWeights": {"cpu": 2},
+            }
+        }
+    ).admission_fair_sharing
+    assert (afs.enabled, afs.usage_half_life_seconds, afs.usage_sampling_interval_seconds) == (True, 600.0, 60.0)
+    assert afs.resource_weights == {"cpu": 2.0}
+    assert parse_config({}).admission_fair_sharing.enabled is False
+    with pytest.raises(ConfigError, match=r"admissionFairSharing\.resourceWeights"):
+        parse_config({"admissionFairSharing": {"resourceWeights": {"cpu": -1}}})

@@ -88,6 +88,7 @@ class ClusterQueue:
     stop_policy: str = STOP_NONE
     terminating: bool = False  # deleted, held by its finalizer while admitted workloads remain: admits nothing
     weight: Fraction = DEFAULT_WEIGHT  # spec.fairSharing.weight, exact
+    admission_mode: str = ""  # spec.admissionScope.admissionMode; "" when unset
 
     @property
     def active(self) -> bool:
@@ -206,4 +207,9 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
         ),
         terminating=meta.get("deletionTimestamp") is not None,
         weight=parse_weight(spec, "spec"),
+        admission_mode=wire.string(
+            wire.mapping(spec.get("admissionScope"), "spec.admissionScope").get("admissionMode"),
+            "spec.admissionScope.admissionMode",
+            default="",
+        ),
     )

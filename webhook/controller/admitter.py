@@ -34,6 +34,7 @@ from webhook.api.workload import Workload, parse_admission, parse_workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.reservations import Reservations
+from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.decisions import AdmissionDecision, PendingDecision, SchedulingResult, admission_status
 from webhook.core.fairsharing import FairSharing
 from webhook.core.scheduler import schedule
@@ -64,10 +65,12 @@ class Admitter:
         pending_writes_per_pass: int = 200,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
         fair_sharing: FairSharing | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
         self._kube = kube
         self._cache = cache
         self._fair_sharing = fair_sharing
+        self._admission_fair_sharing = admission_fair_sharing
         self._events = events
         self.reservations = reservations or Reservations()
         self._metrics = metrics
@@ -140,7 +143,9 @@ class Admitter:
         """One pass; returns the snapshot it decided on and what it decided."""
         started = time.perf_counter()
         snapshot = self.snapshot()
-        result = schedule(snapshot, now=now, fair_sharing=self._fair_sharing)
+        result = schedule(
+            snapshot, now=now, fair_sharing=self._fair_sharing, admission_fair_sharing=self._admission_fair_sharing
+        )
         if self._metrics is not None:
             self._metrics.admission_attempt(
                 "success" if result.admitted else "inadmissible", time.perf_counter() - started

@@ -20,6 +20,7 @@ from webhook.api.clusterqueue import ClusterQueue
 from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
+from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, next_consumed
 from webhook.core.decisions import SchedulingResult
 from webhook.core.quota import QuotaBook
 from webhook.core.snapshot import Snapshot
@@ -52,7 +53,15 @@ def _flavor_usage(
 
 
 class QueueStatusWriter:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        metrics: Metrics | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
+    ) -> None:
+        self._afs = admission_fair_sharing or AdmissionFairSharing()
         self._kube = kube
         self._cache = cache
         self._metrics = metrics
@@ -138,6 +147,7 @@ class QueueStatusWriter:
                                 cohort=cq.cohort or "",
                             )
         cq_names = {cq.name for cq in snapshot.cluster_queues}
+        fair_admission = {cq.name for cq in snapshot.cluster_queues if cq.admission_mode == USAGE_BASED}
         for lq in snapshot.local_queues:
             key = (lq.namespace, lq.name)
             workloads = held_by_lq.get(key, [])
@@ -157,6 +167,23 @@ class QueueStatusWriter:
                 "flavorsReservation": flavors,
                 "flavorsUsage": flavors,
             }
+            if self._afs.enabled and lq.cluster_queue in fair_admission:
+                held_now: dict[str, float] = {}
+                for resources in usage_rows.values():
+                    for resource, q in resources.items():
+                        held_now[resource] = held_now.get(resource, 0.0) + q.nano / 1e9
+                sample = next_consumed(lq.consumed, lq.last_update, held_now, now, self._afs)
+                if sample is not None:
+                    consumed, at = sample
+                    status["fairSharing"] = {
+                        "weightedShare": 0,
+                        "admissionFairSharingStatus": {
+                            "consumedResources": {
+                                r: format_quantity(Quantity(round(v * 1e9))) for r, v in consumed.items()
+                            },
+                            "lastUpdate": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        },
+                    }
             if not lq.active:
                 active, reason, message = False, "Stopped", "LocalQueue is stopped"
             elif lq.cluster_queue not in cq_names:

@@ -29,6 +29,7 @@ from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.workloadsync import WorkloadSync
+from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.fairsharing import FairSharing
 from webhook.kube import errors
 from webhook.kube.client import Kube
@@ -59,6 +60,7 @@ class Reconciler:
         wait_for_pods_ready: WaitForPodsReady | None = None,
         manage_jobs_without_queue_name: bool = False,
         fair_sharing: FairSharing | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
         self._cache = cache
         self._namespaces = namespaces or NamespacePolicy.default()
@@ -77,9 +79,17 @@ class Reconciler:
         self.pods = PodGroupSync(kube, cache, events=recorder)
         self.workloads = WorkloadSync(kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready)
         self.admitter = Admitter(
-            kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency, fair_sharing=fair_sharing
+            kube,
+            cache,
+            events=recorder,
+            metrics=metrics,
+            write_concurrency=concurrency,
+            fair_sharing=fair_sharing,
+            admission_fair_sharing=admission_fair_sharing,
         )
-        self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
+        self.queue_status = QueueStatusWriter(
+            kube, cache, metrics=metrics, admission_fair_sharing=admission_fair_sharing
+        )
         self.finalizers = QueueFinalizers(kube, cache)
         self.passes = 0
         self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)

@@ -34,6 +34,7 @@ from webhook.api.clusterqueue import NEVER, STRICT_FIFO, ClusterQueue
 from webhook.api.quantity import Quantity
 from webhook.api.selector import matches
 from webhook.api.workload import Workload
+from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, score
 from webhook.core.assignment import FIT, PREEMPT, Assignment, FlavorAssigner
 from webhook.core.decisions import (
     RETRY_ON_PREEMPTED,
@@ -87,13 +88,19 @@ class _Queue:
     failed_shapes: dict[Demand, int] = field(default_factory=dict)
 
 
-def schedule(snapshot: Snapshot, *, now: datetime, fair_sharing: FairSharing | None = None) -> SchedulingResult:
+def schedule(
+    snapshot: Snapshot,
+    *,
+    now: datetime,
+    fair_sharing: FairSharing | None = None,
+    admission_fair_sharing: AdmissionFairSharing | None = None,
+) -> SchedulingResult:
     """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot."""
-    return _Pass(snapshot, now, fair_sharing or FairSharing()).run()
+    return _Pass(snapshot, now, fair_sharing or FairSharing(), admission_fair_sharing or AdmissionFairSharing()).run()
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot, now: datetime, fair: FairSharing) -> None:
+    def __init__(self, snapshot: Snapshot, now: datetime, fair: FairSharing, afs: AdmissionFairSharing) -> None:
         self.now = now
         self.fair = fair
         self.flavors = {f.name: f for f in snapshot.flavors}
@@ -176,7 +183,16 @@ class _Pass:
             order = (-wl.priority, wl.created.timestamp(), wl.uid, wl.namespace, wl.name)
             target.entries.append(_Entry(wl, demands.of(wl), order))
         for q in self.queues.values():
-            q.entries.sort(key=lambda e: e.order)
+            if afs.enabled and q.cq.admission_mode == USAGE_BASED:
+                # Admission fair sharing: the LocalQueue that used least lately (per its weight) goes first.
+                scores = {
+                    key: score(lq.consumed, lq.weight, afs)
+                    for key, lq in self.local_queues.items()
+                    if lq.cluster_queue == q.cq.name
+                }
+                q.entries.sort(key=lambda e: (scores.get((e.workload.namespace, e.workload.queue_name), 0.0), e.order))
+            else:
+                q.entries.sort(key=lambda e: e.order)
 
     # -- resolution -------------------------------------------------------------------------------------
 
