@@ -166,37 +166,60 @@ def _number(weight: Fraction) -> str:
 Candidate = tuple[str, Mapping[FlavorResource, int], bool, tuple[object, ...]]
 
 
-def tournament(shares: Shares, candidates: Sequence[Candidate]) -> list[str]:
-    """One winner per tree: the queue whose head goes next there, by Kueue's tournament (deterministic)."""
-    book = shares.book
-    by_node: dict[int, Candidate] = {}
-    roots: dict[int, QuotaNode] = {}
-    children: dict[int, list[QuotaNode]] = {}
-    for cand in candidates:
-        node: QuotaNode = book.queues[cand[0]]
-        by_node[id(node)] = cand
-        while node.parent is not None:
-            siblings = children.setdefault(id(node.parent), [])
-            if node not in siblings:
-                siblings.append(node)
+class Tournament:
+    """Kueue's tournament, kept up to date: offering a queue's new head re-runs only its path to the root.
+
+    A head's usage (which flavors it would take) is the one computed when it was offered; the scheduler assigns
+    it afresh before admitting it, so a stale estimate can only change the order, never what fits.
+    """
+
+    def __init__(self, shares: Shares) -> None:
+        self.shares = shares
+        self._candidate: dict[int, Candidate] = {}
+        self._winner: dict[int, Candidate | None] = {}  # per node, while nothing below it changed
+        self._roots: dict[int, QuotaNode] = {}
+
+    def offer(self, queue: str, candidate: Candidate | None) -> None:
+        """``queue``'s head is now ``candidate`` (None: it has nothing to offer), or its usage changed."""
+        node: QuotaNode | None = self.shares.book.queues[queue]
+        assert node is not None
+        if candidate is None:
+            self._candidate.pop(id(node), None)
+        else:
+            self._candidate[id(node)] = candidate
+        while node is not None:
+            self._winner.pop(id(node), None)
+            if node.parent is None:
+                self._roots[id(node)] = node
             node = node.parent
-        roots[id(node)] = node
 
-    def winner(node: QuotaNode) -> tuple[Candidate, float]:
-        cand = by_node.get(id(node))
-        if cand is not None:
-            return cand, shares.share(node, cand[1])
-        best: tuple[tuple[bool, float, tuple[object, ...]], Candidate] | None = None
-        for child in children.get(id(node), ()):
-            c, _ = winner(child)
-            # Kueue's FairSharingPrioritizeNonBorrowing (on by default): a head that needs no borrowing goes first.
-            key = (c[2], shares.share(child, c[1]), c[3])
-            if best is None or key < best[0]:
-                best = (key, c)
-        assert best is not None
-        return best[1], shares.share(node, best[1][1])
+    def winners(self) -> list[str]:
+        """One queue per tree, sorted by name: whose head goes next there."""
+        out = []
+        for root in self._roots.values():
+            best = self._best(root)
+            if best is not None:
+                out.append(best[0])
+        return sorted(out)
 
-    return sorted(winner(root)[0][0] for root in roots.values())
+    def _best(self, node: QuotaNode) -> Candidate | None:
+        key = id(node)
+        if key in self._winner:
+            return self._winner[key]
+        best: Candidate | None = self._candidate.get(key)
+        if best is None and node.children:
+            best_key: tuple[bool, float, tuple[object, ...]] | None = None
+            for child in node.children:
+                c = self._best(child)
+                if c is None:
+                    continue
+                # Kueue's FairSharingPrioritizeNonBorrowing (on by default): a head that needs no borrowing goes
+                # first; then the child whose share would be lowest with that head; then priority and age.
+                child_key = (c[2], self.shares.share(child, c[1]), c[3])
+                if best_key is None or child_key < best_key:
+                    best_key, best = child_key, c
+        self._winner[key] = best
+        return best
 
 
 # -- preemption -----------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from webhook.core.decisions import (
     victim_message,
 )
 from webhook.core.demand import Demand, DemandCache
-from webhook.core.fairsharing import FairSharing, Shares, fair_note, find_fair_victims, status_value, tournament
+from webhook.core.fairsharing import FairSharing, Shares, Tournament, fair_note, find_fair_victims, status_value
 from webhook.core.preemption import Holder, Preemptor, candidate_order, find_victims
 from webhook.core.quota import QueueQuota, QuotaBook
 from webhook.core.reasons import explain_shortage
@@ -145,13 +145,14 @@ class _Pass:
 
         # 2. One queue per active ClusterQueue, with its assigner.
         self.queues: dict[str, _Queue] = {}
+        held_in_pool = {tree: sum(len(self.holders.get(n, ())) for n in names) for tree, names in self.pools.items()}
         for cq in cqs:
             if cq.name in self.inactive:
                 continue
             quota = self.book.queues[cq.name]
             assigner = FlavorAssigner(cq, quota, self.flavors)
             own = len(self.holders.get(cq.name, ()))
-            in_pool = sum(len(self.holders.get(name, ())) for name in self.pools[self.book.tree_of(cq.name)])
+            in_pool = held_in_pool[self.book.tree_of(cq.name)]
             assigner.preemption_possible = (cq.preemption.within_cluster_queue != NEVER and own > 0) or (
                 cq.cohort is not None and cq.preemption.reclaim_within_cohort != NEVER and in_pool > own
             )
@@ -263,27 +264,29 @@ class _Pass:
     def _fair_rounds(self, *, phase: int) -> None:
         """Fair sharing: one head at a time per tree, the winner of Kueue's tournament on current usage."""
         assert self.shares is not None
-        active = {q.cq.name: q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)}
-        while active:
-            heads: dict[str, tuple[_Queue, _Entry, Assignment]] = {}
-            for name, q in sorted(active.items()):
-                if not self._skip_known_failures(q):
-                    del active[name]
-                    continue
+        tournament = Tournament(self.shares)
+        for q in self.queues.values():
+            if not q.blocked and q.cursor < len(q.entries):
+                self._offer(tournament, q)
+        while winners := tournament.winners():
+            for name in winners:
+                q = self.queues[name]
                 e = q.entries[q.cursor]
-                heads[name] = (q, e, q.assigner.assign(e.demand, e.demand.full_counts()))
-            candidates = [(name, a.usage, a.borrowing, e.order) for name, (_, e, a) in heads.items()]
-            for name in tournament(self.shares, candidates):
-                q, e, a = heads[name]
-                step = self._process(q, e, a, phase=phase)
+                step = self._process(q, e, q.assigner.assign(e.demand, e.demand.full_counts()), phase=phase)
                 if step == _ADVANCE:
                     q.cursor += 1
-                    if q.cursor >= len(q.entries):
-                        del active[name]
+                    self._offer(tournament, q)
                 else:  # paused until phase two, or a blocked StrictFIFO queue
-                    if step == _STOP:
-                        q.blocked = True
-                    del active[name]
+                    q.blocked = q.blocked or step == _STOP
+                    tournament.offer(name, None)
+
+    def _offer(self, tournament: Tournament, q: _Queue) -> None:
+        if not self._skip_known_failures(q):
+            tournament.offer(q.cq.name, None)
+            return
+        e = q.entries[q.cursor]
+        a = q.assigner.assign(e.demand, e.demand.full_counts())
+        tournament.offer(q.cq.name, (q.cq.name, a.usage, a.borrowing, e.order))
 
     def _rounds(self, *, phase: int) -> None:
         active = [q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)]

@@ -16,6 +16,7 @@ from tests.unit.core.builders import NOW, cluster_queue, cohort, group, quota, s
 from tests.unit.core.test_properties import UNIT, Cluster, _shuffled, check_decisions, operations, usage
 from webhook.api.clusterqueue import ANY, LOWER_PRIORITY, NEVER, ClusterQueue, ResourceGroup
 from webhook.api.cohort import Cohort
+from webhook.core.fairsharing import FairSharing
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
 
@@ -107,8 +108,10 @@ def tree_respected(cqs: list[ClusterQueue], cohorts: list[Cohort], used: dict[st
 
 
 @SETTINGS
-@given(data=st.data())
-def test_no_level_of_the_tree_exceeds_quota_and_results_are_deterministic(data: st.DataObject) -> None:
+@given(data=st.data(), fair=st.booleans())
+def test_no_level_of_the_tree_exceeds_quota_and_results_are_deterministic(data: st.DataObject, fair: bool) -> None:
+    """With fair sharing on or off: fair sharing changes the order and the victims, never what quota allows."""
+    config = FairSharing(enabled=fair)
     cqs, cohorts = data.draw(trees())
     cluster = TreeCluster(cqs, cohorts=tuple(cohorts))
     shuffle = data.draw(st.randoms(use_true_random=False))
@@ -119,10 +122,10 @@ def test_no_level_of_the_tree_exceeds_quota_and_results_are_deterministic(data: 
             cluster.finish(op[1])  # type: ignore[arg-type]
         else:
             snap = cluster.snapshot()
-            result = schedule(snap, now=NOW)
-            assert schedule(snap, now=NOW) == result
+            result = schedule(snap, now=NOW, fair_sharing=config)
+            assert schedule(snap, now=NOW, fair_sharing=config) == result
             shuffled = replace(_shuffled(snap, shuffle), cohorts=list(reversed(cohorts)))
-            assert schedule(shuffled, now=NOW) == result
+            assert schedule(shuffled, now=NOW, fair_sharing=config) == result
             check_decisions(cluster, result)
             cluster.apply(result)
             used = {name: u.get(FR, 0) for name, u in usage(cluster).items()}
@@ -130,6 +133,7 @@ def test_no_level_of_the_tree_exceeds_quota_and_results_are_deterministic(data: 
             event("admitted", len(result.admitted) > 0)
             event("preempted", len(result.preemptions) > 0)
             event("borrowed", any(a.borrowing for a in result.admitted))
+            event("fair victims", any(v.reason == "InCohortFairSharing" for p in result.preemptions for v in p.victims))
 
 
 def test_tree_oracle_can_fail() -> None:
