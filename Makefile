@@ -26,6 +26,7 @@ controlplane:
 lint: $(STAMP)
 	$(BIN)/ruff check webhook tests bench
 	$(BIN)/ruff format --check webhook tests bench
+	VULTURE=$(BIN)/vulture bash hack/lint/deadcode.sh
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

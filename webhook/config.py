@@ -22,11 +22,12 @@ import yaml
 
 from webhook.admission import selector
 from webhook.admission.names import dns1123_label
-from webhook.admission.namespace_policy import KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.admission.options import FRAMEWORK_KINDS, AdmissionOptions
+from webhook.api.configuration import RequeuingStrategy, WaitForPodsReady
 from webhook.api.constants import OPENSHIFT_MANAGED_NAMESPACE_LABEL
 from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.fairsharing import VALID_STRATEGY_LISTS, FairSharing
+from webhook.core.namespace_policy import KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 
 API_VERSIONS = ("config.kueue.x-k8s.io/v1beta1", "config.kueue.x-k8s.io/v1beta2", "config.turnstile.x-k8s.io/v1alpha1")
 DEFAULT_NAMESPACE = "turnstile-system"
@@ -58,20 +59,6 @@ class ConfigError(ValueError):
         self.problems = problems
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"invalid configuration {source}: {len(problems)} problem(s)\n{lines}")
-
-
-@dataclass(frozen=True)
-class RequeuingStrategy:
-    backoff_base_seconds: int = 60
-    backoff_max_seconds: int = 3600
-    backoff_limit_count: int | None = None
-
-
-@dataclass(frozen=True)
-class WaitForPodsReady:
-    enable: bool = False
-    timeout_seconds: float = 300.0
-    requeuing: RequeuingStrategy = field(default_factory=RequeuingStrategy)
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from webhook.controller.telemetry import AttemptResult, ClusterQueueStatus
+
 ReplicaRole = Literal["leader", "follower", "standalone"]
-AttemptResult = Literal["success", "inadmissible"]
-ClusterQueueStatus = Literal["pending", "active", "terminated"]
 
 _CLUSTER_QUEUE_STATUSES: Final[tuple[ClusterQueueStatus, ...]] = ("pending", "active", "terminated")
 _ROLE: Final = "replica_role"

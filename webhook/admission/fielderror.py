@@ -67,10 +67,6 @@ def required(path: str, detail: str) -> FieldError:
     return FieldError(path, "Required value", detail)
 
 
-def duplicate(path: str, value: object) -> FieldError:
-    return FieldError(path, "Duplicate value", "", value, show_value=True)
-
-
 def not_supported(path: str, value: object, allowed: Sequence[str]) -> FieldError:
     options = ", ".join(f'"{a}"' for a in allowed)
     return FieldError(path, "Unsupported value", f"supported values: {options}", value, show_value=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from webhook.admission.namespace_policy import NamespacePolicy
+from webhook.core.namespace_policy import NamespacePolicy
 
 BATCH_JOB_FRAMEWORK = "batch/job"
 POD_FRAMEWORK = "pod"

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.endpoints import ENDPOINTS, Endpoint
-from webhook.admission.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.admission.options import BATCH_JOB_FRAMEWORK
 from webhook.api import constants as c
+from webhook.core.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 
 DEFAULT_TIMEOUT_SECONDS = 5
 DEFAULT_NAME = "turnstile"

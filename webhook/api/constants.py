@@ -19,7 +19,6 @@ MANAGED_LABEL: Final = "kueue.x-k8s.io/managed"
 PODSET_LABEL: Final = "kueue.x-k8s.io/podset"
 POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
-ROLE_HASH_ANNOTATION: Final = "kueue.x-k8s.io/role-hash"
 RETRIABLE_IN_GROUP_ANNOTATION: Final = "kueue.x-k8s.io/retriable-in-group"
 IS_GROUP_WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/is-group-workload"
 JOB_MIN_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-min-parallelism"
@@ -31,13 +30,11 @@ OPENSHIFT_MANAGED_NAMESPACE_LABEL: Final = "kueue.openshift.io/managed"
 
 ADMISSION_SCHEDULING_GATE: Final = "kueue.x-k8s.io/admission"
 RESOURCE_IN_USE_FINALIZER: Final = "kueue.x-k8s.io/resource-in-use"
-MANAGED_POD_FINALIZER: Final = "kueue.x-k8s.io/managed"
 
 DEFAULT_LOCAL_QUEUE: Final = "default"
 DEFAULT_PRIORITY_CLASS: Final = "default"
 DEFAULT_PODSET_NAME: Final = "main"
 MAX_PODSETS: Final = 18
-MAX_RESOURCE_GROUPS: Final = 16
 
 # Workload condition types.
 COND_QUOTA_RESERVED: Final = "QuotaReserved"

@@ -34,6 +34,7 @@ from webhook.api.workload import Workload, parse_admission, parse_workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.reservations import Reservations
+from webhook.controller.telemetry import QueueMetrics
 from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.decisions import AdmissionDecision, PendingDecision, SchedulingResult, admission_status
 from webhook.core.fairsharing import FairSharing
@@ -45,7 +46,6 @@ from webhook.kube.client import Kube
 from webhook.kube.objects import Object, labels_of
 from webhook.kube.resources import NAMESPACE, WORKLOAD
 from webhook.logs import object_fields
-from webhook.metrics import Metrics
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]
@@ -60,7 +60,7 @@ class Admitter:
         *,
         events: EventRecorder,
         reservations: Reservations | None = None,
-        metrics: Metrics | None = None,
+        metrics: QueueMetrics | None = None,
         write_concurrency: int = 32,
         pending_writes_per_pass: int = 200,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),

@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 from webhook.api import constants
 from webhook.controller.informer import ChangeType
-from webhook.controller.keyqueue import KeyQueue
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
 from webhook.kube import resources as r
 from webhook.kube.objects import Object, ObjectKey, key_of, labels_of
@@ -33,9 +32,6 @@ class Change(NamedTuple):
     type: ChangeType
     old: Object | None
     new: Object | None
-
-
-Listener = Callable[[Change], None]
 
 
 def _version(obj: Object | None) -> int | None:
@@ -59,8 +55,6 @@ class ClusterCache:
         self._synced: set[Resource] = set()
         self._synced_event = asyncio.Event()
         self._workloads_by_owner: dict[str, set[ObjectKey]] = {}
-        self._listeners: list[Listener] = []
-        self._queues: list[tuple[frozenset[Resource] | None, KeyQueue[KIND_KEY]]] = []
         self._object_waiters: dict[KIND_KEY, set[asyncio.Event]] = {}
         self._changed = asyncio.Event()
         self.generation = 0  # bumped on every change
@@ -150,27 +144,8 @@ class ClusterCache:
         self.generation += 1
         self._changed.set()
         self._changed = asyncio.Event()
-        for listener in self._listeners:
-            listener(change)
-        for kinds, queue in self._queues:
-            if kinds is None or change.resource in kinds:
-                queue.put((change.resource, change.key))
         for event in self._object_waiters.get((change.resource, change.key), ()):
             event.set()
-
-    def add_listener(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` synchronously on every change (it must not block); returns the remover."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
-
-    def subscribe(self, resources: Iterable[Resource] | None = None) -> KeyQueue[KIND_KEY]:
-        """A queue that receives ``(resource, key)`` of every changed object of these kinds (all if None)."""
-        queue: KeyQueue[KIND_KEY] = KeyQueue()
-        self._queues.append((None if resources is None else frozenset(resources), queue))
-        return queue
-
-    def unsubscribe(self, queue: KeyQueue[KIND_KEY]) -> None:
-        self._queues = [(kinds, q) for kinds, q in self._queues if q is not queue]
 
     async def wait_changed(self, after: int) -> int:
         """Wait until ``generation`` exceeds ``after``; returns the new generation.

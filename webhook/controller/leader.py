@@ -80,7 +80,8 @@ class LeaderElector:
             await asyncio.sleep(self._config.retry_period)
             renewed = False
             try:
-                renewed = await asyncio.wait_for(self.try_acquire_or_renew(), self._config.renew_deadline)
+                async with asyncio.timeout(self._config.renew_deadline):  # wait_for can lose a cancellation (3.11)
+                    renewed = await self.try_acquire_or_renew()
             except (errors.KubeError, TimeoutError) as exc:
                 log.warning("lease renewal failed: %s", exc)
             if not renewed and self._monotonic() - self._last_renewal > self._config.renew_deadline:

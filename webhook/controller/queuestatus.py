@@ -20,6 +20,7 @@ from webhook.api.clusterqueue import ClusterQueue
 from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
+from webhook.controller.telemetry import QueueMetrics
 from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, next_consumed
 from webhook.core.decisions import SchedulingResult
 from webhook.core.quota import QuotaBook
@@ -28,7 +29,6 @@ from webhook.core.usage import workload_usage
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE
-from webhook.metrics import Metrics
 
 log = logging.getLogger(__name__)
 ZERO = Quantity(0)
@@ -58,13 +58,17 @@ class QueueStatusWriter:
         kube: Kube,
         cache: ClusterCache,
         *,
-        metrics: Metrics | None = None,
+        metrics: QueueMetrics | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
         self._afs = admission_fair_sharing or AdmissionFairSharing()
         self._kube = kube
         self._cache = cache
         self._metrics = metrics
+        # Finished workloads already counted (by uid), None until the first pass: what had finished before this
+        # replica led is not counted again, so a restart or a new leader does not inflate the counter.
+        self._finished: set[str] | None = None
+        self._published: set[str] = set()  # ClusterQueues with series
 
     async def write(self, snapshot: Snapshot, now: datetime.datetime, result: SchedulingResult | None = None) -> None:
         """Status as of ``snapshot``; admissions of the pass that used it show up in the next one.
@@ -73,6 +77,7 @@ class QueueStatusWriter:
         """
         cq_shares = dict(result.cluster_queue_shares) if result is not None else {}
         cycles = QuotaBook(snapshot.cluster_queues, snapshot.cohorts) if snapshot.cohorts else None
+        self._report_lifecycle(snapshot)
         lq_to_cq = {(lq.namespace, lq.name): lq.cluster_queue for lq in snapshot.local_queues}
         pending_by_cq: Counter[str] = Counter()
         pending_by_lq: Counter[tuple[str, str]] = Counter()
@@ -221,6 +226,22 @@ class QueueStatusWriter:
             log.info("cohort status not written: %s", exc)
             return
         self._cache.observe(COHORT, written)
+
+    def _report_lifecycle(self, snapshot: Snapshot) -> None:
+        """Count workloads that finished since the last pass; drop the series of ClusterQueues that are gone."""
+        if self._metrics is None:
+            return
+        finished = {wl.uid or f"{wl.namespace}/{wl.name}": wl for wl in snapshot.workloads if wl.finished}
+        if self._finished is not None:
+            for key in finished.keys() - self._finished:
+                admission = finished[key].admission
+                if admission is not None:  # finished without ever being admitted: no queue to count it in
+                    self._metrics.workload_finished(admission.cluster_queue)
+        self._finished = set(finished)
+        names = {cq.name for cq in snapshot.cluster_queues}
+        for gone in self._published - names:
+            self._metrics.forget_cluster_queue(gone)
+        self._published = names
 
     async def _write(
         self,

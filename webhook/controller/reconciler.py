@@ -19,8 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from webhook.admission.namespace_policy import NamespacePolicy
-from webhook.config import WaitForPodsReady
+from webhook.api.configuration import WaitForPodsReady
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -28,14 +27,15 @@ from webhook.controller.jobsync import JobSync
 from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
+from webhook.controller.telemetry import QueueMetrics
 from webhook.controller.workloadsync import WorkloadSync
 from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.fairsharing import FairSharing
+from webhook.core.namespace_policy import NamespacePolicy
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
 from webhook.logs import object_fields
-from webhook.metrics import Metrics
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime.datetime]
@@ -52,7 +52,7 @@ class Reconciler:
         cache: ClusterCache,
         *,
         namespaces: NamespacePolicy | None = None,
-        metrics: Metrics | None = None,
+        metrics: QueueMetrics | None = None,
         events: EventRecorder | None = None,
         clock: Clock = _utcnow,
         resync_seconds: float = 5.0,
@@ -103,8 +103,11 @@ class Reconciler:
             timeout = self._resync
             if wake is not None:
                 timeout = min(timeout, max(0.05, (wake - self._clock()).total_seconds()))
+            # asyncio.timeout, not wait_for: in Python 3.11 wait_for loses a cancellation that coincides with a
+            # change, and the loop would go on after being told to stop (a lost Lease, a shutdown).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._cache.wait_changed(seen), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._cache.wait_changed(seen)
 
     async def pass_once(self) -> datetime.datetime | None:
         """One pass over everything; returns when the next time-based event is due (None if nothing is)."""

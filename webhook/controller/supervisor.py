@@ -48,10 +48,6 @@ class Supervisor:
             raise TaskCrashed(name) from error
 
     @property
-    def crashes(self) -> list[tuple[str, BaseException]]:
-        return list(self._crashes)
-
-    @property
     def names(self) -> list[str]:
         return [name for name, task in self._tasks.items() if not task.done()]
 

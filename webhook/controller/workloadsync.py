@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import conditions
+from webhook.api.configuration import WaitForPodsReady
 from webhook.api.constants import COND_PODS_READY, COND_REQUEUED, RESOURCE_IN_USE_FINALIZER
-from webhook.config import WaitForPodsReady
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import release_in_use

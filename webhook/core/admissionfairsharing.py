@@ -18,7 +18,6 @@ from fractions import Fraction
 from typing import Final
 
 USAGE_BASED: Final = "UsageBasedAdmissionFairSharing"
-NO_ADMISSION_FAIR_SHARING: Final = "NoAdmissionFairSharing"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,6 @@ from webhook.core.quota import FlavorResource, QuotaBook, QuotaNode
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE: Final = "LessThanOrEqualToFinalShare"
 LESS_THAN_INITIAL_SHARE: Final = "LessThanInitialShare"
-STRATEGIES: Final = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 DEFAULT_STRATEGIES: Final = (LESS_THAN_OR_EQUAL_TO_FINAL_SHARE, LESS_THAN_INITIAL_SHARE)
 # The only lists Kueue accepts.
 VALID_STRATEGY_LISTS: Final = (

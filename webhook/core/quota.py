@@ -117,11 +117,7 @@ class QuotaNode:
 
 
 class CohortQuota(QuotaNode):
-    __slots__ = ("weight_defined",)
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.weight_defined = False  # a Cohort object exists (else the cohort is only a name on queues)
+    __slots__ = ()
 
 
 class QueueQuota(QuotaNode):
@@ -175,9 +171,7 @@ class QuotaBook:
         self.cycles: dict[str, str] = {}
         objects = {c.name: c for c in sorted(cohorts, key=lambda c: c.name)}
         for c in objects.values():
-            node = self._cohort(c.name)
-            node.weight_defined = True
-            _set_quotas(node, c.resource_groups)
+            _set_quotas(self._cohort(c.name), c.resource_groups)
         for c in objects.values():
             if c.parent:
                 self._cohort(c.parent)

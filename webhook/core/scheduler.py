@@ -24,7 +24,6 @@ workload shape, which keeps 50,000 pending workloads cheap.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
@@ -470,7 +469,3 @@ class _Pass:
         length: int | None = None,
     ) -> None:
         self.pending.append(PendingDecision(wl.key, wl.uid, cq, reason, detail, position, length, retry_on))
-
-
-def pending_by_workload(result: SchedulingResult) -> Mapping[tuple[str, str], PendingDecision]:
-    return {p.workload: p for p in result.pending}

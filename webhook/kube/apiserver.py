@@ -10,6 +10,7 @@ Why the generic ``ApiClient.call_api`` with ``_preload_content=False``: one code
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from types import TracebackType
@@ -89,6 +90,9 @@ class ApiServerKube:
         api, self._api = self._api, None
         if api is not None:
             await api.close()
+            # Connections closed by a cancelled request (a watch stopped mid-stream) finish their TLS shutdown on
+            # later loop iterations; without this pause a loop that ends right after us leaks their sockets.
+            await asyncio.sleep(0.1)
 
     @property
     def server(self) -> str:

@@ -1,7 +1,8 @@
 """The ``Kube`` protocol: everything Turnstile asks of the API server, on plain JSON dicts.
 
 Owns: the contract both implementations honour (``apiserver.ApiServerKube`` for real clusters,
-``fake.FakeKube`` for unit tests). Every method raises only ``webhook.kube.errors.KubeError`` subclasses.
+``tests.doubles.fakekube.FakeKube`` for unit tests, held to the same contract by ``tests/contract/``).
+Every method raises only ``webhook.kube.errors.KubeError`` subclasses.
 Must not: mention any client library type.
 
 Conventions shared by all methods:

@@ -65,7 +65,6 @@ class LocalTurnstile:
         self.process: subprocess.Popen[bytes] | None = None
         self.ca_pem = b""  # the CA of the serving certificate of the last start
         self._conversion_probed = False  # a v1beta1 dry run went through our /convert since the last patch
-        self.restarts = 0
 
     @property
     def log_file(self) -> Path:
@@ -180,11 +179,6 @@ class LocalTurnstile:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-
-    def restart(self, *, timeout: float = 60.0) -> None:
-        self.kill()
-        self.restarts += 1
-        self.start(timeout=timeout)
 
     def metrics(self) -> str:
         with urllib.request.urlopen(self.metrics_url, timeout=5) as response:

@@ -9,12 +9,12 @@ import pytest
 
 from tests.unit.admission.builders import NAMESPACE, TURNSTILE_USER, apply, make_job, make_request
 from webhook.admission import job_policy
-from webhook.admission.namespace_policy import NamespacePolicy
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.selector import Selector
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
 from webhook.api.selector import Requirement
+from webhook.core.namespace_policy import NamespacePolicy
 from webhook.jobs import naming
 from webhook.jobs.poddefaults import PodDefaults
 

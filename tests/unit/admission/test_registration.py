@@ -11,11 +11,11 @@ import yaml
 
 from webhook.admission import registration
 from webhook.admission.endpoints import ENDPOINTS
-from webhook.admission.namespace_policy import NamespacePolicy
 from webhook.admission.options import BATCH_JOB_FRAMEWORK, POD_FRAMEWORK
 from webhook.admission.selector import Selector
 from webhook.api.selector import Requirement
 from webhook.config import parse_config
+from webhook.core.namespace_policy import NamespacePolicy
 
 MANIFESTS = Path(__file__).resolve().parents[3] / "manifests" / "webhook"
 DEPLOY_CONFIG = Path(__file__).resolve().parents[3] / "manifests" / "deploy" / "base" / "config.yaml"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_job
 from webhook.api import conditions
-from webhook.config import RequeuingStrategy, WaitForPodsReady
+from webhook.api.configuration import RequeuingStrategy, WaitForPodsReady
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.watches import build_cache

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from webhook.admission import selector
-from webhook.admission.namespace_policy import NamespacePolicy
 from webhook.api import constants as c
+from webhook.core.namespace_policy import NamespacePolicy
 from webhook.jobs import naming
 
 

@@ -1,7 +1,6 @@
 """Applying patches in memory exactly as the API server would: RFC 7386 merge and RFC 6902 JSON patch.
 
-Owns: pure functions over JSON values; the fake client uses them, and so can code that wants to know what
-a patch will produce before sending it.
+Owns: pure functions over JSON values, with which the fake client applies patches as the server would.
 Must not: do I/O. Neither function changes its inputs.
 """
 

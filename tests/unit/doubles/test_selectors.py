@@ -1,6 +1,6 @@
 import pytest
 
-from webhook.kube.selectors import parse_field_selector, parse_label_selector
+from tests.doubles.selectors import parse_field_selector, parse_label_selector
 
 
 @pytest.mark.parametrize(

@@ -11,22 +11,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from webhook.admission.selector import Selector
-from webhook.api.selector import Requirement
+from webhook.api.selector import LabelSelector, Requirement, matches
 
 NAME_LABEL = "kubernetes.io/metadata.name"
 KUBE_SYSTEM = "kube-system"
 DEFAULT_OWN_NAMESPACE = "turnstile-system"
 
 
-def default_selector(own_namespace: str = DEFAULT_OWN_NAMESPACE) -> Selector:
+def default_selector(own_namespace: str = DEFAULT_OWN_NAMESPACE) -> LabelSelector:
     """Kueue's default: every namespace except kube-system and our own."""
-    return Selector((Requirement(NAME_LABEL, "NotIn", frozenset({KUBE_SYSTEM, own_namespace})),))
+    return LabelSelector((Requirement(NAME_LABEL, "NotIn", frozenset({KUBE_SYSTEM, own_namespace})),))
 
 
 @dataclass(frozen=True)
 class NamespacePolicy:
-    selector: Selector
+    selector: LabelSelector
     own_namespace: str = DEFAULT_OWN_NAMESPACE
     # When set, only namespaces labelled ``<opt_in_label>=true`` are managed (e.g. kueue.openshift.io/managed).
     opt_in_label: str | None = None
@@ -44,4 +43,4 @@ class NamespacePolicy:
         effective = labels if labels is not None else {NAME_LABEL: namespace}
         if self.opt_in_label is not None and effective.get(self.opt_in_label) != "true":
             return False
-        return self.selector.matches(effective)
+        return matches(self.selector, effective)

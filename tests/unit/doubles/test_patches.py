@@ -1,7 +1,7 @@
 import pytest
 
+from tests.doubles.patches import apply_json_patch, apply_merge_patch, apply_patch
 from webhook.kube.errors import Invalid
-from webhook.kube.patches import apply_json_patch, apply_merge_patch, apply_patch
 
 
 def test_merge_patch_merges_nested_objects_and_deletes_nulls() -> None:
