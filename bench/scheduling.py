@@ -6,7 +6,10 @@ Scenarios:
    borrowingLimit 100, reclaimWithinCohort Any, withinClusterQueue LowerPriority, as Kueue's generator sets up;
 2. the same with 150 CPU per queue, so most workloads fit (many by borrowing);
 3. the same with every queue already full of low-priority admitted work, so large workloads preempt;
-4. deep queue: one ClusterQueue with 10,000 pending workloads of the same mix and room for most of them.
+4. deep queue: one ClusterQueue with 10,000 pending workloads of the same mix and room for most of them;
+5. cohort tree: the large-scale queues and workloads in a three-level tree of 100 Cohorts (an organisation, 9
+   departments, 90 teams; ~11 ClusterQueues per team, the organisation owning 2,000 CPU of its own), once
+   without fair sharing and once with it (``--tree-only`` runs just this pair).
 
 Run: ``.venv/bin/python -m bench.scheduling [--runs N] [--profile]``. Prints the machine, the median pass
 time over N runs, decisions and admissions per second, peak RSS, and a cProfile summary when a pass takes
@@ -37,6 +40,7 @@ from webhook.api.clusterqueue import (
     ResourceGroup,
     ResourceQuota,
 )
+from webhook.api.cohort import Cohort
 from webhook.api.constants import COND_QUOTA_RESERVED
 from webhook.api.flavor import ResourceFlavor
 from webhook.api.localqueue import LocalQueue
@@ -44,6 +48,7 @@ from webhook.api.quantity import Quantity
 from webhook.api.selector import EVERYTHING
 from webhook.api.workload import Admission, Condition, PodSet, PodSetAssignment, Workload
 from webhook.core.decisions import SchedulingResult
+from webhook.core.fairsharing import FairSharing
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
 
@@ -138,6 +143,17 @@ def deep_queue() -> Snapshot:
     return Snapshot([cq], [ResourceFlavor("default")], [LocalQueue("ns-deep", "deep", "deep")], wls)
 
 
+def cohort_tree() -> Snapshot:
+    """The large-scale queues, each team's queues in a team Cohort, teams in departments, one organisation."""
+    snap = large_scale()
+    org_cpu = ResourceQuota("cpu", Quantity.from_units(2000))
+    cohorts = [Cohort("org", None, (ResourceGroup(("cpu",), (FlavorQuotas("default", (org_cpu,)),)),))]
+    cohorts += [Cohort(f"dept-{d}", "org") for d in range(9)]
+    cohorts += [Cohort(f"team-{t}", f"dept-{t % 9}") for t in range(90)]
+    cqs = [_queue(cq.name, f"team-{i % 90}", 20, 100) for i, cq in enumerate(snap.cluster_queues)]
+    return Snapshot(cqs, snap.flavors, snap.local_queues, snap.workloads, cohorts=cohorts)
+
+
 def machine() -> str:
     model = "unknown cpu"
     cpuinfo = Path("/proc/cpuinfo")
@@ -149,13 +165,21 @@ def machine() -> str:
     return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()} ({platform.python_implementation()})"
 
 
-def _time_pass(snap: Snapshot) -> tuple[float, SchedulingResult]:
+def _time_pass(snap: Snapshot, fair: FairSharing | None) -> tuple[float, SchedulingResult]:
     start = time.perf_counter()
-    result = schedule(snap, now=NOW)
+    result = schedule(snap, now=NOW, fair_sharing=fair)
     return time.perf_counter() - start, result
 
 
-def run(name: str, build: Callable[[], Snapshot], runs: int, profile: bool, *, frozen: bool) -> None:
+def run(
+    name: str,
+    build: Callable[[], Snapshot],
+    runs: int,
+    profile: bool,
+    *,
+    frozen: bool,
+    fair: FairSharing | None = None,
+) -> None:
     snap = build()
     label = ""
     if frozen:
@@ -167,7 +191,7 @@ def run(name: str, build: Callable[[], Snapshot], runs: int, profile: bool, *, f
     timings = []
     result = None
     for _ in range(runs):
-        elapsed, result = _time_pass(snap)
+        elapsed, result = _time_pass(snap, fair)
         timings.append(elapsed)
     assert result is not None
     median = statistics.median(timings)
@@ -183,7 +207,7 @@ def run(name: str, build: Callable[[], Snapshot], runs: int, profile: bool, *, f
     if profile or median > 1.0:
         profiler = cProfile.Profile()
         profiler.enable()
-        schedule(snap, now=NOW)
+        schedule(snap, now=NOW, fair_sharing=fair)
         profiler.disable()
         print("   profile (top 12 by own time):")
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
@@ -193,9 +217,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--tree-only", action="store_true", help="only the cohort tree, without and with fair sharing")
     args = parser.parse_args()
     print(f"machine: {machine()}")
+    fair = FairSharing(enabled=True)
     for frozen in (False, True):
+        run("cohort tree, fair sharing off", cohort_tree, args.runs, args.profile, frozen=frozen)
+        run("cohort tree, fair sharing on", cohort_tree, args.runs, args.profile, frozen=frozen, fair=fair)
+        if args.tree_only:
+            gc.unfreeze()
+            continue
         run("large scale", large_scale, args.runs, args.profile, frozen=frozen)
         run("large scale, 150 CPU per queue", roomy, args.runs, args.profile, frozen=frozen)
         run("large scale, queues full of low-priority work", preempting, args.runs, args.profile, frozen=frozen)

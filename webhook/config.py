@@ -25,6 +25,8 @@ from webhook.admission.names import dns1123_label
 from webhook.admission.options import FRAMEWORK_KINDS, AdmissionOptions
 from webhook.api.configuration import RequeuingStrategy, WaitForPodsReady
 from webhook.api.constants import OPENSHIFT_MANAGED_NAMESPACE_LABEL
+from webhook.core.admissionfairsharing import AdmissionFairSharing
+from webhook.core.fairsharing import VALID_STRATEGY_LISTS, FairSharing
 from webhook.core.namespace_policy import KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.jobs import registry
 
@@ -38,8 +40,6 @@ _KUEUE_ONLY = frozenset(
         "controller",
         "clientConnection",
         "internalCertManagement",
-        "fairSharing",
-        "admissionFairSharing",
         "resources",
         "multiKueue",
         "objectRetentionPolicies",
@@ -95,6 +95,8 @@ class Config:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     webhook: WebhookServer = field(default_factory=WebhookServer)
     metrics: Metrics = field(default_factory=Metrics)
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
+    admission_fair_sharing: AdmissionFairSharing = field(default_factory=AdmissionFairSharing)
 
     def namespace_policy(self) -> NamespacePolicy:
         if self.managed_jobs_namespace_selector is None:
@@ -195,6 +197,8 @@ _TOP = {
     "leaderElection",
     "webhook",
     "metrics",
+    "fairSharing",
+    "admissionFairSharing",
 }
 
 
@@ -230,6 +234,8 @@ def parse_config(data: object, *, source: str = "<config>") -> Config:
     frameworks = _frameworks(data, r)
     leader = _leader_election(data, r)
     server = _webhook(data, r)
+    fair = _fair_sharing(data, r)
+    afs = _admission_fair_sharing(data, r)
     metrics_section = r.section(data, "metrics", {"bindAddress", "enableClusterQueueResources", "customLabels"})
     bind = r.typed(metrics_section, "bindAddress", str, Metrics().bind_address, "metrics.")
     if not re.fullmatch(r"[^\s:]*:\d{1,5}|0", bind):
@@ -248,7 +254,53 @@ def parse_config(data: object, *, source: str = "<config>") -> Config:
         leader_election=leader,
         webhook=server,
         metrics=Metrics(bind),
+        fair_sharing=fair,
+        admission_fair_sharing=afs,
     )
+
+
+def _admission_fair_sharing(data: Mapping[str, Any], r: _Reader) -> AdmissionFairSharing:
+    """Kueue's ``admissionFairSharing``: on when present; applies to ClusterQueues whose admissionScope asks."""
+    if "admissionFairSharing" not in data:
+        return AdmissionFairSharing()
+    known = {"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"}
+    section = r.section(data, "admissionFairSharing", known)
+    where = "admissionFairSharing."
+    half_life = r.duration(section, "usageHalfLifeTime", 0.0, where)
+    interval = r.duration(section, "usageSamplingInterval", 300.0, where)
+    if interval <= 0:
+        r.problems.append(f"{where}usageSamplingInterval: must be greater than 0")
+    weights = section.get("resourceWeights") or {}
+    if not isinstance(weights, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in weights.values()
+    ):
+        r.problems.append(f"{where}resourceWeights: must map resource names to non-negative numbers")
+        weights = {}
+    return AdmissionFairSharing(
+        enabled=True,
+        usage_half_life_seconds=half_life,
+        usage_sampling_interval_seconds=interval,
+        resource_weights={str(k): float(v) for k, v in weights.items()},
+    )
+
+
+def _fair_sharing(data: Mapping[str, Any], r: _Reader) -> FairSharing:
+    """Kueue's ``fairSharing``: on when the section is present (config v1beta2), or with ``enable: true``
+    (config v1beta1, where the section alone does nothing)."""
+    if "fairSharing" not in data:
+        return FairSharing()
+    section = r.section(data, "fairSharing", {"enable", "preemptionStrategies"})
+    v1beta1 = data.get("apiVersion") == "config.kueue.x-k8s.io/v1beta1"
+    enabled = r.typed(section, "enable", bool, not v1beta1, "fairSharing.")
+    raw = section.get("preemptionStrategies")
+    if raw is None:
+        return FairSharing(enabled=enabled)
+    strategies = tuple(raw) if isinstance(raw, list) else ()
+    if strategies not in VALID_STRATEGY_LISTS:
+        valid = "; ".join(f"[{', '.join(v)}]" for v in VALID_STRATEGY_LISTS)
+        r.problems.append(f"fairSharing.preemptionStrategies: must be one of {valid}, got {raw!r}")
+        return FairSharing(enabled=enabled)
+    return FairSharing(enabled=enabled, preemption_strategies=strategies)
 
 
 def _namespace_selector(data: Mapping[str, Any], r: _Reader, *, namespace: str) -> selector.Selector | None:

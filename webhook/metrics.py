@@ -132,6 +132,20 @@ class Metrics:
             ("cluster_queue", "status", _ROLE),
             registry=r,
         )
+        # Fair sharing (issue 12): Kueue's names and labels; set only while fair sharing is on.
+        self._cq_share = Gauge(
+            "kueue_cluster_queue_weighted_share",
+            "Largest ratio, over resources, of the ClusterQueue's usage above its quota to what its cohort could "
+            "lend, in thousandths, divided by its weight; 0 when not borrowing.",
+            ("cluster_queue", "cohort", _ROLE),
+            registry=r,
+        )
+        self._cohort_share = Gauge(
+            "kueue_cohort_weighted_share",
+            "The same weighted share for a Cohort, against what its parent could lend.",
+            ("cohort", _ROLE),
+            registry=r,
+        )
         self._usage = Gauge(
             "kueue_cluster_queue_resource_usage",
             "Quota used by admitted workloads, per ClusterQueue, flavor and resource.",
@@ -227,6 +241,8 @@ class Metrics:
             self._nominal,
             self._borrowing,
             self._lending,
+            self._cq_share,
+            self._cohort_share,
         )
         # Label values each ClusterQueue has published, so a deleted queue leaves no series behind.
         self._series: dict[str, set[tuple[Counter | Gauge | Histogram, tuple[str, ...]]]] = {}
@@ -319,6 +335,12 @@ class Metrics:
         labels = (cohort, cluster_queue, flavor, resource)
         self._record_quota(cluster_queue, self._reservation, labels).set(reserved)
         self._record_quota(cluster_queue, self._usage, labels).set(used)
+
+    def set_weighted_share(self, cluster_queue: str, share: float, *, cohort: str = "") -> None:
+        self._record_quota(cluster_queue, self._cq_share, (cluster_queue, cohort)).set(share)
+
+    def set_cohort_weighted_share(self, cohort: str, share: float) -> None:
+        self._cohort_share.labels(cohort, self._role).set(share)
 
     def forget_cluster_queue(self, cluster_queue: str) -> None:
         """Remove every series of a deleted ClusterQueue."""

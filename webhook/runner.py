@@ -110,6 +110,8 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
                 wait_for_pods_ready=config.wait_for_pods_ready,
                 manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
                 frameworks=config.frameworks,
+                fair_sharing=config.fair_sharing,
+                admission_fair_sharing=config.admission_fair_sharing,
             )
             if lease.leader_elect:
                 elector = LeaderElector(

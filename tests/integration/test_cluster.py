@@ -23,6 +23,7 @@ def test_kueue_group_is_served(cluster: LocalCluster) -> None:
     resources = cluster.kubectl("api-resources", "--api-group=kueue.x-k8s.io", "-o", "name").stdout.split()
     assert {
         "clusterqueues.kueue.x-k8s.io",
+        "cohorts.kueue.x-k8s.io",
         "localqueues.kueue.x-k8s.io",
         "resourceflavors.kueue.x-k8s.io",
         "workloadpriorityclasses.kueue.x-k8s.io",

@@ -204,6 +204,7 @@ def cluster_scoped(cluster: LocalCluster) -> Iterator[list[tuple[str, str]]]:
         pytest.param("localqueues", "Namespaced", ["queue", "queues", "lq"], True, id="localqueue"),
         pytest.param("workloads", "Namespaced", ["kwl", "kueueworkload", "kueueworkloads"], True, id="workload"),
         pytest.param("workloadpriorityclasses", "Cluster", ["wpc"], False, id="workloadpriorityclass"),
+        pytest.param("cohorts", "Cluster", ["co"], True, id="cohort"),
     ],
 )
 def test_crd_is_established_with_kueue_names(
@@ -237,6 +238,7 @@ def test_crd_is_established_with_kueue_names(
         pytest.param("localqueues", "Webhook", id="localqueue"),
         pytest.param("workloads", "Webhook", id="workload"),
         pytest.param("workloadpriorityclasses", "None", id="workloadpriorityclass"),
+        pytest.param("cohorts", "Webhook", id="cohort"),
     ],
 )
 def test_crds_whose_versions_differ_convert_through_our_webhook(
@@ -257,7 +259,7 @@ def test_crds_whose_versions_differ_convert_through_our_webhook(
         }
 
 
-def test_crd_kustomization_builds_all_five(cluster: LocalCluster) -> None:
+def test_crd_kustomization_builds_all_six(cluster: LocalCluster) -> None:
     on_disk = {p.name for p in CRD_DIR.glob("*.yaml") if p.name != "kustomization.yaml"}
     listed = yaml.safe_load((CRD_DIR / "kustomization.yaml").read_text())["resources"]
 
@@ -266,7 +268,14 @@ def test_crd_kustomization_builds_all_five(cluster: LocalCluster) -> None:
     assert set(listed) == on_disk
     assert sorted(d["metadata"]["name"] for d in built) == sorted(
         f"{plural}.{GROUP}"
-        for plural in ("clusterqueues", "localqueues", "resourceflavors", "workloadpriorityclasses", "workloads")
+        for plural in (
+            "clusterqueues",
+            "cohorts",
+            "localqueues",
+            "resourceflavors",
+            "workloadpriorityclasses",
+            "workloads",
+        )
     )
 
 

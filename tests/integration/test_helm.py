@@ -233,7 +233,7 @@ def test_values_reach_every_object_they_concern(cluster: LocalCluster, helm: Pat
     namespaced = [o for o in objects if o["kind"] not in cluster_scoped]
     assert {o["metadata"].get("namespace") for o in namespaced if "Webhook" not in o["kind"]} == {namespace}
     converted = [o for o in objects if o["kind"] == "CustomResourceDefinition" and o["spec"].get("conversion")]
-    assert len(converted) == 3
+    assert len(converted) == 4  # ClusterQueue, LocalQueue, Workload, Cohort
     for crd in converted:
         service = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
         assert (service["namespace"], service["name"]) == (namespace, "queueing-turnstile-conversion-service")

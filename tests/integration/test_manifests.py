@@ -420,7 +420,7 @@ def test_batch_user_roles(
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_overlay_wires_the_crds_conversion_webhook(cluster: LocalCluster, manifests: Path, overlay: str) -> None:
-    """ClusterQueue, LocalQueue and Workload convert through /convert on a Service that publishes unready pods,
+    """ClusterQueue, LocalQueue, Workload and Cohort convert through /convert on a Service that publishes unready pods,
     with the caBundle from cert-manager's injector or from `turnstile certs`; the other CRDs need no webhook."""
     objects = render(cluster, manifests, overlay)
     service = one(objects, "Service", "turnstile-conversion-service")
@@ -428,7 +428,7 @@ def test_overlay_wires_the_crds_conversion_webhook(cluster: LocalCluster, manife
     assert service["spec"]["selector"] == POD_LABELS
     for crd in (o for o in objects if o["kind"] == "CustomResourceDefinition"):
         conversion = crd["spec"].get("conversion")
-        if crd["metadata"]["name"].split(".")[0] not in ("clusterqueues", "localqueues", "workloads"):
+        if crd["metadata"]["name"].split(".")[0] not in ("clusterqueues", "localqueues", "workloads", "cohorts"):
             assert conversion is None
             continue
         client = conversion["webhook"]["clientConfig"]

@@ -1,6 +1,6 @@
 """Where the API server finds Turnstile's conversion webhook: the CRDs that use it and their ``clientConfig``.
 
-Owns: ``CONVERTED_CRDS`` (ClusterQueue, LocalQueue and Workload, whose v1beta1 and v1beta2 schemas differ, as in
+Owns: ``CONVERTED_CRDS`` (ClusterQueue, LocalQueue, Workload and Cohort, whose v1beta1 and v1beta2 schemas differ, as in
 Kueue) and the patches that point their ``spec.conversion.webhook.clientConfig`` at ``/convert`` with a caBundle:
 a url for a Turnstile running outside the cluster (``turnstile cluster up --with-turnstile``), the in-cluster
 Service otherwise (``turnstile certs`` for the self-managed overlay). The cert-manager overlay needs none of
@@ -17,7 +17,9 @@ from webhook.admission.registration import ServiceRef
 from webhook.admission.routes import CONVERT_PATH
 from webhook.api import constants
 
-CONVERTED_CRDS: Final = tuple(f"{plural}.{constants.GROUP}" for plural in ("clusterqueues", "localqueues", "workloads"))
+CONVERTED_CRDS: Final = tuple(
+    f"{plural}.{constants.GROUP}" for plural in ("clusterqueues", "localqueues", "workloads", "cohorts")
+)
 # The Service the committed CRDs name: the webhook pods, published before they are Ready (manifests/webhook/service).
 CONVERSION_SERVICE: Final = ServiceRef(name="turnstile-conversion-service")
 

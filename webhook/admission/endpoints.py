@@ -127,6 +127,17 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         ("CREATE", "UPDATE"),
     ),
     Endpoint(
+        "vcohort.turnstile.x-k8s.io",
+        "/validate/kueue/cohorts",
+        queue_policy.validate_cohort,
+        False,
+        c.GROUP,
+        KUEUE_VERSIONS,
+        "Cohort",
+        ("cohorts",),
+        ("CREATE", "UPDATE"),
+    ),
+    Endpoint(
         "vlocalqueue.turnstile.x-k8s.io",
         "/validate/kueue/localqueues",
         queue_policy.validate_local_queue,

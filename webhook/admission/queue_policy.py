@@ -174,13 +174,65 @@ def validate_cluster_queue(request: Request, view: ClusterView, options: Admissi
                 "requires both whenCanBorrow and whenCanPreempt to be TryNextFlavor",
             )
         )
-    weight = objects.mapping(queue, "spec", "fairSharing").get("weight")
+    errors += _weight_errors(queue)
+    errors += _admission_check_flavor_errors(spec, groups)
+    return judge(errors)
+
+
+def _weight_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    weight = objects.mapping(obj, "spec", "fairSharing").get("weight")
     if weight is not None:
         value = quantity.parse(weight)
         if value is None or value < 0 or 0 < value < ONE_NANO:
-            errors.append(invalid("spec.fairSharing.weight", weight, "must be 0 or a quantity of at least 1n"))
-    errors += _admission_check_flavor_errors(spec, groups)
+            return [invalid("spec.fairSharing.weight", weight, "must be 0 or a quantity of at least 1n")]
+    return []
+
+
+# Cohort ---------------------------------------------------------------------------------------------------
+
+
+def validate_cohort(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
+    """Resource groups as for ClusterQueues (limits only below a parent), and no cycle through ``parentName``.
+
+    A cycle is refused when the cache already shows the Cohorts that close it; two Cohorts created at the same
+    moment can still form one, and the scheduler then reports it on the ClusterQueues below.
+    """
+    cohort = request.object
+    if cohort is None or request.operation not in ("CREATE", "UPDATE"):
+        return ALLOW
+    name = str(objects.mapping(cohort, "metadata").get("name") or "")
+    parent = objects.mapping(cohort, "spec").get("parentName")
+    errors: list[FieldError] = []
+    if parent is not None and (not isinstance(parent, str) or (problem := names.dns1123_subdomain(parent))):
+        errors.append(invalid("spec.parentName", parent, problem if isinstance(parent, str) else "must be a string"))
+        parent = None
+    groups = objects.sequence(cohort, "spec", "resourceGroups")
+    errors += resource_group_errors(groups, "spec.resourceGroups", has_parent=bool(parent), parent_word="parentName")
+    errors += _weight_errors(cohort)
+    if parent:
+        cycle = _cycle_through(name, parent, view.cohort_parents())
+        if cycle is not None:
+            errors.append(
+                invalid(
+                    "spec.parentName",
+                    parent,
+                    f"would make a cycle of Cohorts ({' -> '.join(cycle)}); a Cohort "
+                    "tree must end in a root Cohort without parentName",
+                )
+            )
     return judge(errors)
+
+
+def _cycle_through(name: str, parent: str, parents: Mapping[str, str | None]) -> list[str] | None:
+    """The path ``name -> parent -> ... -> name`` when setting ``parent`` closes a cycle, else None."""
+    path = [name]
+    at: str | None = parent
+    while at is not None and at not in path:
+        path.append(at)
+        at = parents.get(at)
+    if at == name:
+        return [*path, name]
+    return None  # ends at a root, or joins a cycle that does not pass through this Cohort (reported elsewhere)
 
 
 def _admission_check_flavor_errors(spec: Mapping[str, Any], groups: list[Any]) -> list[FieldError]:

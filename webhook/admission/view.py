@@ -24,6 +24,10 @@ class ClusterView(Protocol):
 
     def has_local_queue(self, namespace: str, name: str) -> bool: ...
 
+    def cohort_parents(self) -> Mapping[str, str | None]:
+        """Every known Cohort's ``spec.parentName`` (None for a root), by Cohort name."""
+        ...
+
     def has_workload_priority_class(self, name: str) -> bool: ...
 
     def workload_is_admitted(self, namespace: str, name: str) -> bool:
@@ -50,6 +54,7 @@ class StaticView:
     workloads: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     defaults: PodDefaults = field(default_factory=PodDefaults)
     is_synced: bool = True
+    cohorts: dict[str, str | None] = field(default_factory=dict)  # name -> parentName
 
     def synced(self) -> bool:
         return self.is_synced
@@ -59,6 +64,9 @@ class StaticView:
 
     def has_local_queue(self, namespace: str, name: str) -> bool:
         return (namespace, name) in self.local_queues
+
+    def cohort_parents(self) -> Mapping[str, str | None]:
+        return self.cohorts
 
     def has_workload_priority_class(self, name: str) -> bool:
         return name in self.priority_classes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Final
 
 from webhook.api import wire
@@ -33,6 +34,8 @@ ANY: Final = "Any"
 STOP_NONE: Final = "None"
 STOP_HOLD: Final = "Hold"
 STOP_HOLD_AND_DRAIN: Final = "HoldAndDrain"
+
+DEFAULT_WEIGHT: Final = Fraction(1)
 
 # v1beta1 deprecated spellings, converted by Kueue to MayStopSearch.
 _FUNGIBILITY_ALIASES: Final = {"Borrow": MAY_STOP_SEARCH, "Preempt": MAY_STOP_SEARCH}
@@ -84,6 +87,8 @@ class ClusterQueue:
     preemption: Preemption = Preemption()
     stop_policy: str = STOP_NONE
     terminating: bool = False  # deleted, held by its finalizer while admitted workloads remain: admits nothing
+    weight: Fraction = DEFAULT_WEIGHT  # spec.fairSharing.weight, exact
+    admission_mode: str = ""  # spec.admissionScope.admissionMode; "" when unset
 
     @property
     def active(self) -> bool:
@@ -96,11 +101,23 @@ def _one_of(value: str, allowed: tuple[str, ...], path: str) -> str:
     return value
 
 
+def parse_weight(spec: Mapping[str, Any], path: str) -> Fraction:
+    """``fairSharing.weight`` of a ClusterQueue or Cohort spec as an exact fraction (default 1); never negative."""
+    raw = wire.mapping(spec.get("fairSharing"), f"{path}.fairSharing").get("weight")
+    if raw is None:
+        return DEFAULT_WEIGHT
+    weight = Fraction(parse_quantity(raw).nano, 10**9)
+    if weight < 0:
+        raise wire.InvalidObject(f"{path}.fairSharing.weight", "must not be negative")
+    return weight
+
+
 def _optional_quantity(raw: object) -> Quantity | None:
     return None if raw is None else parse_quantity(raw)
 
 
-def _parse_group(raw: object, path: str) -> ResourceGroup:
+def parse_resource_group(raw: object, path: str) -> ResourceGroup:
+    """One ``resourceGroups`` entry (ClusterQueue and Cohort share the shape)."""
     obj = wire.mapping(raw, path)
     covered = tuple(wire.string(r, f"{path}.coveredResources") for r in wire.items(obj.get("coveredResources"), path))
     flavors = []
@@ -138,7 +155,7 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
     return ClusterQueue(
         name=wire.string(meta.get("name"), "metadata.name"),
         resource_groups=tuple(
-            _parse_group(g, f"spec.resourceGroups[{i}]")
+            parse_resource_group(g, f"spec.resourceGroups[{i}]")
             for i, g in enumerate(wire.items(spec.get("resourceGroups"), "spec.resourceGroups"))
         ),
         cohort=wire.optional_string(wire.first_present(spec, "cohortName", "cohort"), "spec.cohort"),
@@ -189,4 +206,10 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
             "spec.stopPolicy",
         ),
         terminating=meta.get("deletionTimestamp") is not None,
+        weight=parse_weight(spec, "spec"),
+        admission_mode=wire.string(
+            wire.mapping(spec.get("admissionScope"), "spec.admissionScope").get("admissionMode"),
+            "spec.admissionScope.admissionMode",
+            default="",
+        ),
     )

@@ -65,4 +65,5 @@ REASON_INADMISSIBLE: Final = "Inadmissible"  # Kueue: the ClusterQueue is inacti
 PREEMPTED_IN_CLUSTER_QUEUE: Final = "InClusterQueue"
 PREEMPTED_IN_COHORT_RECLAMATION: Final = "InCohortReclamation"
 PREEMPTED_IN_COHORT_RECLAIM_WHILE_BORROWING: Final = "InCohortReclaimWhileBorrowing"
+PREEMPTED_IN_COHORT_FAIR_SHARING: Final = "InCohortFairSharing"
 EVICTED_BY_PREEMPTION: Final = "Preempted"

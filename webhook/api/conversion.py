@@ -14,6 +14,7 @@ Owns: ``convert`` (one object to a desired apiVersion), ``ConversionError`` and 
   ``topologyAssignment`` domains <-> slices (``webhook.api.topology``). Dropped on the way to v1beta1:
   ``spec.preemptionGates``, ``status.preemptionGates``, ``podSets[].topologyRequest.podsetSliceRequiredTopology
   Constraints``.
+* Cohort: v1beta1's ``status.fairSharing.admissionFairSharingStatus`` is dropped on the way to v1beta2.
 * ResourceFlavor, WorkloadPriorityClass: same schema in both versions; only ``apiVersion`` changes.
 
 Every other field is copied as it is. Nothing is stashed for a lossless round trip, as in Kueue: what one version
@@ -140,6 +141,15 @@ def _cluster_queue_to_v1beta1(obj: Object) -> Object:
     return obj
 
 
+# ---------------------------------------------------------------------------------------------- Cohort
+
+
+def _cohort_to_v1beta2(obj: Object) -> Object:
+    if (status := _part(obj, "status")) is not None and (fair := _part(status, "fairSharing")) is not None:
+        fair.pop("admissionFairSharingStatus", None)
+    return obj
+
+
 # ---------------------------------------------------------------------------------------------- LocalQueue
 
 
@@ -227,6 +237,7 @@ _RULES: Final[Mapping[str, tuple[_Rule, _Rule]]] = {
     "ClusterQueue": (_cluster_queue_to_v1beta2, _cluster_queue_to_v1beta1),
     "LocalQueue": (_local_queue_to_v1beta2, _local_queue_to_v1beta1),
     "Workload": (_workload_to_v1beta2, _workload_to_v1beta1),
+    "Cohort": (_cohort_to_v1beta2, _same),
     "ResourceFlavor": (_same, _same),
     "WorkloadPriorityClass": (_same, _same),
 }

@@ -6,11 +6,15 @@ Owns: the ``LocalQueue`` value type and its parser. Must not: resolve the Cluste
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
+from fractions import Fraction
 from typing import Any
 
 from webhook.api import wire
-from webhook.api.clusterqueue import STOP_HOLD, STOP_HOLD_AND_DRAIN, STOP_NONE
+from webhook.api.clusterqueue import DEFAULT_WEIGHT, STOP_HOLD, STOP_HOLD_AND_DRAIN, STOP_NONE, parse_weight
+from webhook.api.quantity import parse_quantity
+from webhook.api.workload import parse_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,10 @@ class LocalQueue:
     name: str
     cluster_queue: str
     stop_policy: str = STOP_NONE
+    weight: Fraction = DEFAULT_WEIGHT  # spec.fairSharing.weight (admission fair sharing)
+    # status.fairSharing.admissionFairSharingStatus: decayed usage per resource (in units) and when it was sampled
+    consumed: dict[str, float] = field(default_factory=dict, compare=False)
+    last_update: datetime | None = None
 
     @property
     def active(self) -> bool:
@@ -36,4 +44,18 @@ def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueue:
         name=wire.string(meta.get("name"), "metadata.name"),
         cluster_queue=wire.string(spec.get("clusterQueue"), "spec.clusterQueue"),
         stop_policy=stop,
+        weight=parse_weight(spec, "spec"),
+        **_admission_fair_sharing(obj),
     )
+
+
+def _admission_fair_sharing(obj: Mapping[str, Any]) -> dict[str, Any]:
+    status = wire.mapping(obj.get("status"), "status")
+    fair = wire.mapping(status.get("fairSharing"), "status.fairSharing")
+    afs = wire.mapping(fair.get("admissionFairSharingStatus"), "status.fairSharing.admissionFairSharingStatus")
+    path = "status.fairSharing.admissionFairSharingStatus"
+    consumed = wire.mapping(afs.get("consumedResources"), f"{path}.consumedResources")
+    return {
+        "consumed": {r: parse_quantity(q).nano / 1e9 for r, q in consumed.items()},
+        "last_update": parse_time(afs.get("lastUpdate"), f"{path}.lastUpdate"),
+    }

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from webhook.api import conditions
 from webhook.api.clusterqueue import parse_cluster_queue
+from webhook.api.cohort import parse_cohort
 from webhook.api.constants import COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION
 from webhook.api.flavor import parse_resource_flavor
 from webhook.api.localqueue import parse_local_queue
@@ -34,7 +35,9 @@ from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.reservations import Reservations
 from webhook.controller.telemetry import QueueMetrics
+from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.decisions import AdmissionDecision, PendingDecision, SchedulingResult, admission_status
+from webhook.core.fairsharing import FairSharing
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
 from webhook.jobs import workload as wl_life
@@ -61,9 +64,13 @@ class Admitter:
         write_concurrency: int = 32,
         pending_writes_per_pass: int = 200,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
+        fair_sharing: FairSharing | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
         self._kube = kube
         self._cache = cache
+        self._fair_sharing = fair_sharing
+        self._admission_fair_sharing = admission_fair_sharing
         self._events = events
         self.reservations = reservations or Reservations()
         self._metrics = metrics
@@ -109,6 +116,7 @@ class Admitter:
             local_queues=self._parse_all(self._cache.local_queues(), "LocalQueue", parse_local_queue),
             workloads=workloads,
             namespaces={(ns.get("metadata") or {}).get("name", ""): labels_of(ns) for ns in self._namespaces()},
+            cohorts=self._parse_all(self._cache.cohorts(), "Cohort", parse_cohort),
         )
 
     def _namespaces(self) -> list[Object]:
@@ -135,7 +143,9 @@ class Admitter:
         """One pass; returns the snapshot it decided on and what it decided."""
         started = time.perf_counter()
         snapshot = self.snapshot()
-        result = schedule(snapshot, now=now)
+        result = schedule(
+            snapshot, now=now, fair_sharing=self._fair_sharing, admission_fair_sharing=self._admission_fair_sharing
+        )
         if self._metrics is not None:
             self._metrics.admission_attempt(
                 "success" if result.admitted else "inadmissible", time.perf_counter() - started

@@ -231,6 +231,12 @@ class ClusterCache:
     def cluster_queues(self) -> list[Object]:
         return list(self.items(r.CLUSTER_QUEUE))
 
+    def cohort(self, name: str) -> Object | None:
+        return self.get(r.COHORT, ObjectKey("", name)) if r.COHORT in self._stores else None
+
+    def cohorts(self) -> list[Object]:
+        return list(self.items(r.COHORT)) if r.COHORT in self._stores else []
+
     def local_queue(self, namespace: str, name: str) -> Object | None:
         return self.get(r.LOCAL_QUEUE, ObjectKey(namespace, name))
 
@@ -272,6 +278,12 @@ class ClusterCache:
     def namespace_labels(self, name: str) -> Mapping[str, str] | None:
         ns = self.namespace(name)
         return None if ns is None else labels_of(ns)
+
+    def cohort_parents(self) -> Mapping[str, str | None]:
+        return {
+            (o.get("metadata") or {}).get("name", ""): ((o.get("spec") or {}).get("parentName") or None)
+            for o in self.cohorts()
+        }
 
     def has_local_queue(self, namespace: str, name: str) -> bool:
         return self.local_queue(namespace, name) is not None

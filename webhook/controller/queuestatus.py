@@ -1,7 +1,9 @@
-"""ClusterQueue and LocalQueue status, as ``kubectl get cq`` and dashboards read it.
+"""ClusterQueue, LocalQueue and Cohort status, as ``kubectl get cq`` and dashboards read it.
 
 Computed from one scheduling snapshot and the pass's result, written only when it differs from what the object
-already says (a steady cluster writes nothing). Metrics with Kueue's names are set from the same numbers.
+already says (a steady cluster writes nothing). Metrics with Kueue's names are set from the same numbers. With
+fair sharing on, ClusterQueues and Cohorts carry ``status.fairSharing.weightedShare`` from the pass's result; a
+ClusterQueue below a cycle of Cohorts is inactive with reason ``CohortHasCycle`` naming the cycle.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.telemetry import QueueMetrics
+from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, next_consumed
+from webhook.core.decisions import SchedulingResult
+from webhook.core.quota import QuotaBook
 from webhook.core.snapshot import Snapshot
 from webhook.core.usage import workload_usage
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE
+from webhook.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE
 
 log = logging.getLogger(__name__)
 ZERO = Quantity(0)
@@ -48,7 +53,15 @@ def _flavor_usage(
 
 
 class QueueStatusWriter:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, metrics: QueueMetrics | None = None) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        metrics: QueueMetrics | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
+    ) -> None:
+        self._afs = admission_fair_sharing or AdmissionFairSharing()
         self._kube = kube
         self._cache = cache
         self._metrics = metrics
@@ -57,8 +70,13 @@ class QueueStatusWriter:
         self._finished: set[str] | None = None
         self._published: set[str] = set()  # ClusterQueues with series
 
-    async def write(self, snapshot: Snapshot, now: datetime.datetime) -> None:
-        """Status as of ``snapshot``; admissions of the pass that used it show up in the next one."""
+    async def write(self, snapshot: Snapshot, now: datetime.datetime, result: SchedulingResult | None = None) -> None:
+        """Status as of ``snapshot``; admissions of the pass that used it show up in the next one.
+
+        Weighted shares come from ``result`` (the pass's own view, its admissions included) when it has them.
+        """
+        cq_shares = dict(result.cluster_queue_shares) if result is not None else {}
+        cycles = QuotaBook(snapshot.cluster_queues, snapshot.cohorts) if snapshot.cohorts else None
         self._report_lifecycle(snapshot)
         lq_to_cq = {(lq.namespace, lq.name): lq.cluster_queue for lq in snapshot.local_queues}
         pending_by_cq: Counter[str] = Counter()
@@ -85,14 +103,22 @@ class QueueStatusWriter:
             active = cq.active and all(
                 f.name in {rf.name for rf in snapshot.flavors} for g in cq.resource_groups for f in g.flavors
             )
-            status = {
+            status: dict[str, Any] = {
                 "pendingWorkloads": pending,
                 "reservingWorkloads": len(workloads),
                 "admittedWorkloads": len(workloads),
                 "flavorsReservation": _flavor_usage(cq, usage, with_borrowed=True),
                 "flavorsUsage": _flavor_usage(cq, usage, with_borrowed=True),
             }
+            if cq.name in cq_shares:
+                status["fairSharing"] = {"weightedShare": cq_shares[cq.name]}
+                if self._metrics is not None:
+                    self._metrics.set_weighted_share(cq.name, cq_shares[cq.name], cohort=cq.cohort or "")
             reason, message = ("Ready", "Can admit new workloads") if active else _inactive(cq)
+            cycle = cycles.cycle_of(cq) if cycles is not None else None
+            if active and cycle is not None:
+                active, reason = False, "CohortHasCycle"
+                message = f"Can't admit new workloads: the parents of cohort {cq.cohort} form a cycle ({cycle})"
             writes.append(
                 self._write(
                     CLUSTER_QUEUE, cq.name, None, status, active=active, reason=reason, message=message, now=now
@@ -126,6 +152,7 @@ class QueueStatusWriter:
                                 cohort=cq.cohort or "",
                             )
         cq_names = {cq.name for cq in snapshot.cluster_queues}
+        fair_admission = {cq.name for cq in snapshot.cluster_queues if cq.admission_mode == USAGE_BASED}
         for lq in snapshot.local_queues:
             key = (lq.namespace, lq.name)
             workloads = held_by_lq.get(key, [])
@@ -145,6 +172,23 @@ class QueueStatusWriter:
                 "flavorsReservation": flavors,
                 "flavorsUsage": flavors,
             }
+            if self._afs.enabled and lq.cluster_queue in fair_admission:
+                held_now: dict[str, float] = {}
+                for resources in usage_rows.values():
+                    for resource, q in resources.items():
+                        held_now[resource] = held_now.get(resource, 0.0) + q.nano / 1e9
+                sample = next_consumed(lq.consumed, lq.last_update, held_now, now, self._afs)
+                if sample is not None:
+                    consumed, at = sample
+                    status["fairSharing"] = {
+                        "weightedShare": 0,
+                        "admissionFairSharingStatus": {
+                            "consumedResources": {
+                                r: format_quantity(Quantity(round(v * 1e9))) for r, v in consumed.items()
+                            },
+                            "lastUpdate": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        },
+                    }
             if not lq.active:
                 active, reason, message = False, "Stopped", "LocalQueue is stopped"
             elif lq.cluster_queue not in cq_names:
@@ -160,8 +204,28 @@ class QueueStatusWriter:
                     LOCAL_QUEUE, lq.name, lq.namespace, status, active=active, reason=reason, message=message, now=now
                 )
             )
+        if result is not None:
+            for name, share in result.cohort_shares:
+                writes.append(self._write_cohort(name, share))
+                if self._metrics is not None:
+                    self._metrics.set_cohort_weighted_share(name, share)
         # Concurrently: one at a time, 60 queues whose usage moves every pass held each pass up by ~1 s.
         await asyncio.gather(*writes)
+
+    async def _write_cohort(self, name: str, share: int) -> None:
+        obj = self._cache.cohort(name)
+        if obj is None:
+            return  # a cohort named only by ClusterQueues has no object to carry a status
+        fields = {"fairSharing": {"weightedShare": share}}
+        current = obj.get("status") or {}
+        if all(current.get(k) == v for k, v in fields.items()):
+            return
+        try:
+            written = await self._kube.replace_status(COHORT, dict(obj) | {"status": dict(current) | fields})
+        except errors.KubeError as exc:
+            log.info("cohort status not written: %s", exc)
+            return
+        self._cache.observe(COHORT, written)
 
     def _report_lifecycle(self, snapshot: Snapshot) -> None:
         """Count workloads that finished since the last pass; drop the series of ClusterQueues that are gone."""

@@ -31,6 +31,8 @@ from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.telemetry import QueueMetrics
 from webhook.controller.workloadsync import WorkloadSync
+from webhook.core.admissionfairsharing import AdmissionFairSharing
+from webhook.core.fairsharing import FairSharing
 from webhook.core.namespace_policy import NamespacePolicy
 from webhook.jobs import registry
 from webhook.kube import errors
@@ -61,6 +63,8 @@ class Reconciler:
         wait_for_pods_ready: WaitForPodsReady | None = None,
         manage_jobs_without_queue_name: bool = False,
         frameworks: Iterable[str] = ("batch/job", "pod"),
+        fair_sharing: FairSharing | None = None,
+        admission_fair_sharing: AdmissionFairSharing | None = None,
     ) -> None:
         self._cache = cache
         self._namespaces = namespaces or NamespacePolicy.default()
@@ -90,8 +94,18 @@ class Reconciler:
         self.workloads = WorkloadSync(
             kube, cache, events=recorder, wait_for_pods_ready=wait_for_pods_ready, frameworks=enabled
         )
-        self.admitter = Admitter(kube, cache, events=recorder, metrics=metrics, write_concurrency=concurrency)
-        self.queue_status = QueueStatusWriter(kube, cache, metrics=metrics)
+        self.admitter = Admitter(
+            kube,
+            cache,
+            events=recorder,
+            metrics=metrics,
+            write_concurrency=concurrency,
+            fair_sharing=fair_sharing,
+            admission_fair_sharing=admission_fair_sharing,
+        )
+        self.queue_status = QueueStatusWriter(
+            kube, cache, metrics=metrics, admission_fair_sharing=admission_fair_sharing
+        )
         self.finalizers = QueueFinalizers(kube, cache)
         self.passes = 0
         self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)
@@ -121,8 +135,8 @@ class Reconciler:
             pods = self.pods
             await self._each(pods.groups(), lambda group: pods.sync(group, now))
         wakes = await self._each(self._cache.workloads(), lambda wl: self.workloads.sync(wl, now))
-        snapshot, _result = await self.admitter.run_pass(now)
-        await self.queue_status.write(snapshot, now)
+        snapshot, result = await self.admitter.run_pass(now)
+        await self.queue_status.write(snapshot, now, result)
         try:
             await self.finalizers.sync()
         except errors.KubeError as exc:

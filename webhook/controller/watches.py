@@ -32,6 +32,7 @@ _BASE_WATCHES: tuple[WatchSpec, ...] = (
     WatchSpec(r.NAMESPACE),
     WatchSpec(r.RESOURCE_FLAVOR),
     WatchSpec(r.CLUSTER_QUEUE),
+    WatchSpec(r.COHORT),
     WatchSpec(r.LOCAL_QUEUE),
     WatchSpec(r.WORKLOAD_PRIORITY_CLASS),
     WatchSpec(r.PRIORITY_CLASS),

@@ -26,6 +26,7 @@ _PREEMPTION_CAUSE: Final = {
     constants.PREEMPTED_IN_CLUSTER_QUEUE: "prioritization in the ClusterQueue",
     constants.PREEMPTED_IN_COHORT_RECLAMATION: "reclamation within the cohort",
     constants.PREEMPTED_IN_COHORT_RECLAIM_WHILE_BORROWING: "reclamation within the cohort while borrowing",
+    constants.PREEMPTED_IN_COHORT_FAIR_SHARING: "Fair Sharing within the cohort",
 }
 
 
@@ -58,7 +59,7 @@ class Victim:
     workload: tuple[str, str]
     uid: str
     cluster_queue: str
-    reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
+    reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing | InCohortFairSharing
     message: str
 
 
@@ -94,6 +95,9 @@ class SchedulingResult:
     admitted: tuple[AdmissionDecision, ...]
     preemptions: tuple[PreemptionDecision, ...]
     pending: tuple[PendingDecision, ...]
+    # With fair sharing on: status.fairSharing.weightedShare after this pass, per ClusterQueue and per Cohort.
+    cluster_queue_shares: tuple[tuple[str, int], ...] = ()
+    cohort_shares: tuple[tuple[str, int], ...] = ()
 
 
 def victim_message(preemptor_uid: str, reason: str) -> str:

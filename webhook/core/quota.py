@@ -1,134 +1,246 @@
-"""Quota accounting: how much each ClusterQueue may use now, and at most, per flavor and resource.
+"""Quota accounting over the cohort tree: how much each ClusterQueue may use now, and at most.
 
-Owns: ``QuotaBook``, the nominal quota, borrowing and lending limits of every ClusterQueue and the usage that
-counts against them, aggregated per cohort. Amounts are integers in nano-units (see ``webhook.api.quantity``).
+Owns: ``QuotaBook``, the tree of ``QuotaNode``s (a ``QueueQuota`` per ClusterQueue, a ``CohortQuota`` per cohort,
+named by a Cohort object or only by a ClusterQueue's ``cohortName``), each with its own quota, borrowing and
+lending limits and the usage that counts against them, per flavor and resource; and cohort cycles, found once
+when the tree is built. Amounts are integers in nano-units (see ``webhook.api.quantity``).
 Must not: know about workloads, ordering or policies; callers add and remove usage.
 
-Semantics follow Kueue's resource tree for a flat cohort (a cohort name shared by ClusterQueues):
+Semantics follow Kueue's resource tree (``pkg/cache/scheduler/resource_node.go``), in our words:
 
-* a queue's *guaranteed* quota is ``nominal - lendingLimit`` (0 without a lending limit): it is never lent;
-* the cohort's pool is the sum of what its members may lend (``nominal - guaranteed``);
-* usage beyond a queue's guaranteed part is drawn from the pool;
-* a queue may draw from the pool at most its lendable part plus its ``borrowingLimit`` (unlimited if unset);
-* without a cohort a queue can use exactly its nominal quota.
+* a node's *subtree quota* is its own nominal quota plus what each child puts into it: the child's subtree quota
+  minus the part the child keeps for itself (``subtree - lendingLimit`` when a lending limit is set, else 0);
+* usage of a node beyond the part it keeps is usage of its parent too, all the way to the root;
+* what a node may take now is what it keeps and has free, plus what its parent may take now, capped by the
+  node's ``borrowingLimit`` (what it holds in the parent, plus the limit, minus what it already draws there);
+* the root may use exactly its subtree quota; a ClusterQueue without a cohort is a root of its own.
+
+For a flat cohort (one level, no Cohort object) this is exactly the classic pool of lendable quota.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
-from webhook.api.clusterqueue import ClusterQueue
+from webhook.api.clusterqueue import ClusterQueue, ResourceGroup
+from webhook.api.cohort import Cohort
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 
 
-class CohortQuota:
-    __slots__ = ("name", "pool", "usage", "version")
+class QuotaNode:
+    __slots__ = (
+        "borrowing_limit",
+        "children",
+        "guaranteed",
+        "lending_limit",
+        "name",
+        "nominal",
+        "parent",
+        "subtree",
+        "usage",
+        "version",
+    )
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.pool: dict[FlavorResource, int] = {}
-        self.usage: dict[FlavorResource, int] = {}
-        self.version = 0  # bumped on every usage change: lets the scheduler skip re-checks when nothing moved
-
-
-class QueueQuota:
-    __slots__ = ("borrowing_limit", "cohort", "guaranteed", "name", "nominal", "usage", "version")
-
-    def __init__(self, name: str, cohort: CohortQuota | None) -> None:
-        self.name = name
-        self.cohort = cohort
-        self.nominal: dict[FlavorResource, int] = {}
+        self.parent: CohortQuota | None = None
+        self.children: list[QuotaNode] = []
+        self.nominal: dict[FlavorResource, int] = {}  # quota this node owns itself
         self.borrowing_limit: dict[FlavorResource, int | None] = {}
-        self.guaranteed: dict[FlavorResource, int] = {}
+        self.lending_limit: dict[FlavorResource, int | None] = {}
+        self.subtree: dict[FlavorResource, int] = {}  # own nominal + what the children lend into it
+        self.guaranteed: dict[FlavorResource, int] = {}  # kept for this subtree, never lent to the parent
         self.usage: dict[FlavorResource, int] = {}
-        self.version = 0
+        self.version = 0  # bumped on every usage change below: lets the scheduler skip re-checks
+
+    @property
+    def root(self) -> QuotaNode:
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
 
     def pool_version(self) -> int:
-        return self.cohort.version if self.cohort is not None else self.version
+        """Changes whenever usage anywhere in this node's tree changes."""
+        return self.root.version
+
+    def borrowing(self, fr: FlavorResource) -> bool:
+        return self.usage.get(fr, 0) > self.subtree.get(fr, 0)
+
+    def _free(self, fr: FlavorResource) -> int:
+        sub = self.subtree.get(fr, 0)
+        used = self.usage.get(fr, 0)
+        parent = self.parent
+        if parent is None:
+            return sub - used
+        kept = self.guaranteed.get(fr, 0)
+        local = kept - used if kept > used else 0
+        from_parent = parent._free(fr)
+        limit = self.borrowing_limit.get(fr)
+        if limit is not None:
+            drawn = used - kept if used > kept else 0
+            from_parent = min(from_parent, sub - kept - drawn + limit)
+        return local + (from_parent if from_parent > 0 else 0)
+
+    def _most(self, fr: FlavorResource) -> int:
+        sub = self.subtree.get(fr, 0)
+        parent = self.parent
+        if parent is None:
+            return sub
+        most = self.guaranteed.get(fr, 0) + parent._most(fr)
+        limit = self.borrowing_limit.get(fr)
+        return most if limit is None else min(most, sub + limit)
+
+    def add(self, usage: Mapping[FlavorResource, int], sign: int = 1) -> None:
+        """Add (sign=1) or remove (sign=-1) usage, keeping every ancestor's share in step."""
+        node: QuotaNode | None = self
+        pending = dict(usage) if sign == 1 else {fr: -amount for fr, amount in usage.items()}
+        while node is not None and pending:
+            parent = node.parent
+            passed: dict[FlavorResource, int] = {}
+            own = node.usage
+            for fr, delta in pending.items():
+                before = own.get(fr, 0)
+                after = before + delta
+                own[fr] = after
+                if parent is not None and fr in node.subtree:
+                    kept = node.guaranteed.get(fr, 0)
+                    up = max(0, after - kept) - max(0, before - kept)
+                    if up:
+                        passed[fr] = up
+            node.version += 1
+            node, pending = parent, passed
+        while node is not None:  # nothing passed further up, but the tree changed: its root must notice
+            node.version += 1
+            node = node.parent
+
+
+class CohortQuota(QuotaNode):
+    __slots__ = ()
+
+
+class QueueQuota(QuotaNode):
+    __slots__ = ()
+
+    @property
+    def cohort(self) -> CohortQuota | None:
+        return self.parent
 
     def available(self, fr: FlavorResource) -> int:
-        """What one more workload may take in ``fr`` right now (may be negative when over-reserved)."""
-        nominal = self.nominal.get(fr)
-        if nominal is None:
+        """What one more workload may take in ``fr`` right now (negative when over-reserved without a cohort)."""
+        if fr not in self.nominal:
             return 0
-        used = self.usage.get(fr, 0)
-        cohort = self.cohort
-        if cohort is None:
-            return nominal - used
-        guaranteed = self.guaranteed[fr]
-        from_pool = cohort.pool[fr] - cohort.usage.get(fr, 0)
-        limit = self.borrowing_limit[fr]
-        if limit is not None:
-            drawn = used - guaranteed if used > guaranteed else 0
-            from_pool = min(from_pool, nominal - guaranteed - drawn + limit)
-        return (guaranteed - used if guaranteed > used else 0) + (from_pool if from_pool > 0 else 0)
+        return self._free(fr)
 
     def potential(self, fr: FlavorResource) -> int:
         """The most this queue could ever hold in ``fr`` with no other usage anywhere."""
-        nominal = self.nominal.get(fr)
-        if nominal is None:
+        if fr not in self.nominal:
             return 0
-        cohort = self.cohort
-        if cohort is None:
-            return nominal
-        most = self.guaranteed[fr] + cohort.pool[fr]
-        limit = self.borrowing_limit[fr]
-        return most if limit is None else min(most, nominal + limit)
+        return self._most(fr)
 
     def lendable_by_cohort(self, fr: FlavorResource) -> int:
-        """What the rest of the cohort has free to lend this queue in ``fr`` (ignoring this queue's limit)."""
-        cohort = self.cohort
-        if cohort is None or fr not in self.nominal:
+        """What the rest of the tree has free to lend this queue in ``fr`` (ignoring this queue's limit)."""
+        parent = self.parent
+        if parent is None or fr not in self.nominal:
             return 0
         used = self.usage.get(fr, 0)
-        guaranteed = self.guaranteed[fr]
-        own_in_pool = self.nominal[fr] - guaranteed
-        drawn = used - guaranteed if used > guaranteed else 0
-        others_free = cohort.pool[fr] - cohort.usage.get(fr, 0) - max(0, own_in_pool - drawn)
-        return max(0, others_free)
+        kept = self.guaranteed.get(fr, 0)
+        own_in_parent = self.subtree.get(fr, 0) - kept
+        drawn = used - kept if used > kept else 0
+        return max(0, parent._free(fr) - max(0, own_in_parent - drawn))
 
-    def add(self, usage: Mapping[FlavorResource, int], sign: int = 1) -> None:
-        """Add (sign=1) or remove (sign=-1) usage, keeping the cohort's share in step."""
-        cohort = self.cohort
-        own = self.usage
-        for fr, amount in usage.items():
-            before = own.get(fr, 0)
-            after = before + sign * amount
-            own[fr] = after
-            if cohort is not None and fr in self.guaranteed:
-                g = self.guaranteed[fr]
-                delta = max(0, after - g) - max(0, before - g)
-                if delta:
-                    cohort.usage[fr] = cohort.usage.get(fr, 0) + delta
-        self.version += 1
-        if cohort is not None:
-            cohort.version += 1
+
+def _set_quotas(node: QuotaNode, groups: Sequence[ResourceGroup]) -> None:
+    for group in groups:
+        for flavor in group.flavors:
+            for rq in flavor.resources:
+                fr = (flavor.name, rq.name)
+                node.nominal[fr] = rq.nominal.nano
+                node.borrowing_limit[fr] = rq.borrowing_limit.nano if rq.borrowing_limit is not None else None
+                node.lending_limit[fr] = rq.lending_limit.nano if rq.lending_limit is not None else None
 
 
 class QuotaBook:
-    """Every ClusterQueue's quota and usage, with cohorts; built once per scheduling pass."""
+    """Every ClusterQueue's and cohort's quota and usage, as one forest; built once per scheduling pass."""
 
-    def __init__(self, cluster_queues: Iterable[ClusterQueue]) -> None:
+    def __init__(self, cluster_queues: Iterable[ClusterQueue], cohorts: Iterable[Cohort] = ()) -> None:
         self.queues: dict[str, QueueQuota] = {}
         self.cohorts: dict[str, CohortQuota] = {}
+        # Cohort name -> the cycle it is part of or hangs below, e.g. "a -> b -> a": its queues admit nothing.
+        self.cycles: dict[str, str] = {}
+        objects = {c.name: c for c in sorted(cohorts, key=lambda c: c.name)}
+        for c in objects.values():
+            _set_quotas(self._cohort(c.name), c.resource_groups)
+        for c in objects.values():
+            if c.parent:
+                self._cohort(c.parent)
+        self._link(objects)
         for cq in cluster_queues:
-            cohort = None
+            q = self.queues[cq.name] = QueueQuota(cq.name)
+            _set_quotas(q, cq.resource_groups)
             if cq.cohort:
-                cohort = self.cohorts.get(cq.cohort)
-                if cohort is None:
-                    cohort = self.cohorts[cq.cohort] = CohortQuota(cq.cohort)
-            q = self.queues[cq.name] = QueueQuota(cq.name, cohort)
-            for group in cq.resource_groups:
-                for flavor in group.flavors:
-                    for rq in flavor.resources:
-                        fr = (flavor.name, rq.name)
-                        nominal = rq.nominal.nano
-                        lending = rq.lending_limit.nano if rq.lending_limit is not None else None
-                        # A lending limit above nominal is rejected by validation; clamp rather than lend more.
-                        guaranteed = max(0, nominal - lending) if lending is not None and cohort else 0
-                        q.nominal[fr] = nominal
-                        q.guaranteed[fr] = guaranteed
-                        q.borrowing_limit[fr] = rq.borrowing_limit.nano if rq.borrowing_limit is not None else None
-                        if cohort is not None:
-                            cohort.pool[fr] = cohort.pool.get(fr, 0) + nominal - guaranteed
+                parent = self._cohort(cq.cohort)
+                q.parent = parent
+                parent.children.append(q)
+        for node in self.cohorts.values():
+            if node.parent is None:
+                _sum_subtree(node)
+        for q in self.queues.values():
+            if q.parent is None:
+                _sum_subtree(q)
+
+    def _cohort(self, name: str) -> CohortQuota:
+        node = self.cohorts.get(name)
+        if node is None:
+            node = self.cohorts[name] = CohortQuota(name)
+        return node
+
+    def _link(self, objects: Mapping[str, Cohort]) -> None:
+        """Parent links, except those that would close a cycle: those cohorts are recorded in ``cycles``."""
+        for name in objects:
+            path: list[str] = []
+            at: str | None = name
+            while at is not None and at not in path and at not in self.cycles:
+                path.append(at)
+                obj = objects.get(at)
+                at = obj.parent if obj is not None else None
+            if at is None:
+                continue
+            if at in path:  # a new cycle: everything on the path reaches it
+                loop = path[path.index(at) :]
+                message = " -> ".join([*loop, at])
+            else:
+                message = self.cycles[at]
+            for member in path:
+                self.cycles.setdefault(member, message)
+        for name, obj in objects.items():
+            if obj.parent and name not in self.cycles:
+                child, parent = self.cohorts[name], self.cohorts[obj.parent]
+                child.parent = parent
+                parent.children.append(child)
+
+    def cycle_of(self, cq: ClusterQueue) -> str | None:
+        """The cohort cycle that ``cq``'s tree is caught in, if any."""
+        return self.cycles.get(cq.cohort) if cq.cohort else None
+
+    def tree_of(self, name: str) -> str:
+        """A name for the tree a ClusterQueue belongs to: its root cohort, or the queue itself."""
+        root = self.queues[name].root
+        return f"cohort/{root.name}" if isinstance(root, CohortQuota) else f"queue/{root.name}"
+
+
+def _sum_subtree(node: QuotaNode) -> None:
+    """Fill ``subtree`` and ``guaranteed`` bottom-up (children first) from the nodes' own quotas."""
+    for child in node.children:
+        _sum_subtree(child)
+    subtree = dict(node.nominal)
+    for child in node.children:
+        for fr, amount in child.subtree.items():
+            subtree[fr] = subtree.get(fr, 0) + amount - child.guaranteed.get(fr, 0)
+    node.subtree = subtree
+    has_parent = node.parent is not None
+    for fr, amount in subtree.items():
+        lending = node.lending_limit.get(fr)
+        # A lending limit needs a parent to lend to (validation refuses it otherwise); without one, keep nothing back.
+        node.guaranteed[fr] = max(0, amount - lending) if lending is not None and has_parent else 0

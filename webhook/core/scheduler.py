@@ -33,6 +33,7 @@ from webhook.api.clusterqueue import NEVER, STRICT_FIFO, ClusterQueue
 from webhook.api.quantity import Quantity
 from webhook.api.selector import matches
 from webhook.api.workload import Workload
+from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, score
 from webhook.core.assignment import FIT, PREEMPT, Assignment, FlavorAssigner
 from webhook.core.decisions import (
     RETRY_ON_PREEMPTED,
@@ -48,6 +49,7 @@ from webhook.core.decisions import (
     victim_message,
 )
 from webhook.core.demand import Demand, DemandCache
+from webhook.core.fairsharing import FairSharing, Shares, Tournament, fair_note, find_fair_victims, status_value
 from webhook.core.preemption import Holder, Preemptor, candidate_order, find_victims
 from webhook.core.quota import QueueQuota, QuotaBook
 from webhook.core.reasons import explain_shortage
@@ -85,26 +87,35 @@ class _Queue:
     failed_shapes: dict[Demand, int] = field(default_factory=dict)
 
 
-def _pool(cq: ClusterQueue) -> tuple[str, str]:
-    """Where victims for ``cq`` may come from: its cohort, or only itself."""
-    return ("cohort", cq.cohort) if cq.cohort else ("queue", cq.name)
-
-
-def schedule(snapshot: Snapshot, *, now: datetime) -> SchedulingResult:
+def schedule(
+    snapshot: Snapshot,
+    *,
+    now: datetime,
+    fair_sharing: FairSharing | None = None,
+    admission_fair_sharing: AdmissionFairSharing | None = None,
+) -> SchedulingResult:
     """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot."""
-    return _Pass(snapshot, now).run()
+    return _Pass(snapshot, now, fair_sharing or FairSharing(), admission_fair_sharing or AdmissionFairSharing()).run()
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot, now: datetime) -> None:
+    def __init__(self, snapshot: Snapshot, now: datetime, fair: FairSharing, afs: AdmissionFairSharing) -> None:
         self.now = now
+        self.fair = fair
         self.flavors = {f.name: f for f in snapshot.flavors}
         cqs = sorted(snapshot.cluster_queues, key=lambda c: c.name)
         self.cqs = {c.name: c for c in cqs}
-        self.book = QuotaBook(cqs)
+        self.book = QuotaBook(cqs, snapshot.cohorts)
         # The book once every victim chosen in this pass is gone and its preemptor admitted: preemption is
         # simulated here, admission is checked against ``book`` (where victims still run).
-        self.future = QuotaBook(cqs)
+        self.future = QuotaBook(cqs, snapshot.cohorts)
+        self.shares: Shares | None = None
+        self.future_shares: Shares | None = None
+        if fair.enabled:
+            weights = {c.name: c.weight for c in cqs}
+            cohort_weights = {c.name: c.weight for c in snapshot.cohorts}
+            self.shares = Shares(self.book, weights, cohort_weights)
+            self.future_shares = Shares(self.future, weights, cohort_weights)
         self.local_queues = {(lq.namespace, lq.name): lq for lq in snapshot.local_queues}
         self.namespaces = snapshot.namespaces
         self.admitted: list[AdmissionDecision] = []
@@ -116,9 +127,9 @@ class _Pass:
         # 1. Usage of workloads that already hold quota; they are the only possible victims.
         workloads = sorted(snapshot.workloads, key=lambda w: (w.namespace, w.name))
         self.holders: dict[str, list[Holder]] = {}  # by queue, in candidate order
-        self.pools: dict[tuple[str, str], list[str]] = {}  # queues by cohort (or a queue alone)
+        self.pools: dict[str, list[str]] = {}  # queues by the tree they share (root cohort, or a queue alone)
         for cq in cqs:
-            self.pools.setdefault(_pool(cq), []).append(cq.name)
+            self.pools.setdefault(self.book.tree_of(cq.name), []).append(cq.name)
         for wl in workloads:
             if not wl.holds_quota or wl.admission is None or wl.admission.cluster_queue not in self.cqs:
                 continue
@@ -133,13 +144,14 @@ class _Pass:
 
         # 2. One queue per active ClusterQueue, with its assigner.
         self.queues: dict[str, _Queue] = {}
+        held_in_pool = {tree: sum(len(self.holders.get(n, ())) for n in names) for tree, names in self.pools.items()}
         for cq in cqs:
             if cq.name in self.inactive:
                 continue
             quota = self.book.queues[cq.name]
             assigner = FlavorAssigner(cq, quota, self.flavors)
             own = len(self.holders.get(cq.name, ()))
-            in_pool = sum(len(self.holders.get(name, ())) for name in self.pools[_pool(cq)])
+            in_pool = held_in_pool[self.book.tree_of(cq.name)]
             assigner.preemption_possible = (cq.preemption.within_cluster_queue != NEVER and own > 0) or (
                 cq.cohort is not None and cq.preemption.reclaim_within_cohort != NEVER and in_pool > own
             )
@@ -171,7 +183,16 @@ class _Pass:
             order = (-wl.priority, wl.created.timestamp(), wl.uid, wl.namespace, wl.name)
             target.entries.append(_Entry(wl, demands.of(wl), order))
         for q in self.queues.values():
-            q.entries.sort(key=lambda e: e.order)
+            if afs.enabled and q.cq.admission_mode == USAGE_BASED:
+                # Admission fair sharing: the LocalQueue that used least lately (per its weight) goes first.
+                scores = {
+                    key: score(lq.consumed, lq.weight, afs)
+                    for key, lq in self.local_queues.items()
+                    if lq.cluster_queue == q.cq.name
+                }
+                q.entries.sort(key=lambda e: (scores.get((e.workload.namespace, e.workload.queue_name), 0.0), e.order))
+            else:
+                q.entries.sort(key=lambda e: e.order)
 
     # -- resolution -------------------------------------------------------------------------------------
 
@@ -187,6 +208,12 @@ class _Pass:
                         constants.REASON_MISCONFIGURED,
                         f"ClusterQueue {cq.name} uses ResourceFlavor {f.name}, which does not exist",
                     )
+        cycle = self.book.cycle_of(cq)
+        if cycle is not None:
+            return (
+                constants.REASON_MISCONFIGURED,
+                f"ClusterQueue {cq.name} is in cohort {cq.cohort}, whose parents form a cycle ({cycle})",
+            )
         return None
 
     def _resolve(self, wl: Workload) -> _Queue | tuple[str | None, tuple[str, str]]:
@@ -217,10 +244,48 @@ class _Pass:
     # -- the pass -----------------------------------------------------------------------------------------
 
     def run(self) -> SchedulingResult:
-        self._rounds(phase=1)
-        self._rounds(phase=2)
+        rounds = self._rounds if self.shares is None else self._fair_rounds
+        rounds(phase=1)
+        rounds(phase=2)
         self._explain()
-        return SchedulingResult(tuple(self.admitted), tuple(self.preemptions), tuple(self.pending))
+        result = SchedulingResult(tuple(self.admitted), tuple(self.preemptions), tuple(self.pending))
+        shares = self.shares
+        if shares is None:
+            return result
+        return SchedulingResult(
+            result.admitted,
+            result.preemptions,
+            result.pending,
+            tuple((n, status_value(shares.share(q))) for n, q in sorted(self.book.queues.items())),
+            tuple((n, status_value(shares.share(c))) for n, c in sorted(self.book.cohorts.items())),
+        )
+
+    def _fair_rounds(self, *, phase: int) -> None:
+        """Fair sharing: one head at a time per tree, the winner of Kueue's tournament on current usage."""
+        assert self.shares is not None
+        tournament = Tournament(self.shares)
+        for q in self.queues.values():
+            if not q.blocked and q.cursor < len(q.entries):
+                self._offer(tournament, q)
+        while winners := tournament.winners():
+            for name in winners:
+                q = self.queues[name]
+                e = q.entries[q.cursor]
+                step = self._process(q, e, q.assigner.assign(e.demand, e.demand.full_counts()), phase=phase)
+                if step == _ADVANCE:
+                    q.cursor += 1
+                    self._offer(tournament, q)
+                else:  # paused until phase two, or a blocked StrictFIFO queue
+                    q.blocked = q.blocked or step == _STOP
+                    tournament.offer(name, None)
+
+    def _offer(self, tournament: Tournament, q: _Queue) -> None:
+        if not self._skip_known_failures(q):
+            tournament.offer(q.cq.name, None)
+            return
+        e = q.entries[q.cursor]
+        a = q.assigner.assign(e.demand, e.demand.full_counts())
+        tournament.offer(q.cq.name, (q.cq.name, a.usage, a.borrowing, e.order))
 
     def _rounds(self, *, phase: int) -> None:
         active = [q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)]
@@ -321,7 +386,19 @@ class _Pass:
     def _preempt(self, q: _Queue, e: _Entry, a: Assignment) -> bool:
         wl = e.workload
         preemptor = Preemptor(q.cq, wl.priority, wl.created, a.usage, a.short)
-        victims = find_victims(self.future, preemptor, self.holders, self.pools[_pool(q.cq)], self.taken)
+        pool = self.pools[self.book.tree_of(q.cq.name)]
+        if self.future_shares is not None:
+            victims = find_fair_victims(
+                self.future,
+                self.future_shares,
+                preemptor,
+                self.holders,
+                pool,
+                self.taken,
+                self.fair.preemption_strategies,
+            )
+        else:
+            victims = find_victims(self.future, preemptor, self.holders, pool, self.taken)
         if not victims:
             return False
         # Hold the preemptor's quota while its victims still run, so nothing else takes what they free.
@@ -364,7 +441,10 @@ class _Pass:
                     key = (e.demand, e.preemption_failed)
                     if key not in memo:
                         explained = q.assigner.assign(e.demand, e.demand.full_counts(), explain=True)
-                        memo[key] = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
+                        reason, text, retry = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
+                        if self.shares is not None and q.quota.parent is not None:
+                            text = f"{text}; {fair_note(self.shares, q.quota, q.cq.weight, explained.usage)}"
+                        memo[key] = reason, text, retry
                     reason, text, retry = memo[key]
                     if q.cq.queueing_strategy == STRICT_FIFO:
                         blocker = e

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from webhook.api.clusterqueue import ClusterQueue
+from webhook.api.cohort import Cohort
 from webhook.api.flavor import ResourceFlavor
 from webhook.api.localqueue import LocalQueue
 from webhook.api.workload import Workload
@@ -25,3 +26,5 @@ class Snapshot:
     workloads: Sequence[Workload]
     # Namespace labels for namespaceSelector; a namespace not listed has only kubernetes.io/metadata.name.
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Cohort objects: the tree above the queues. A cohort named only by ClusterQueues is a root with no quota.
+    cohorts: Sequence[Cohort] = ()

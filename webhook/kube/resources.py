@@ -70,6 +70,7 @@ CLUSTER_QUEUE = Resource(*_KUEUE, "clusterqueues", "ClusterQueue", namespaced=Fa
 LOCAL_QUEUE = Resource(*_KUEUE, "localqueues", "LocalQueue", namespaced=True, has_status=True)
 WORKLOAD = Resource(*_KUEUE, "workloads", "Workload", namespaced=True, has_status=True)
 WORKLOAD_PRIORITY_CLASS = Resource(*_KUEUE, "workloadpriorityclasses", "WorkloadPriorityClass", namespaced=False)
+COHORT = Resource(*_KUEUE, "cohorts", "Cohort", namespaced=False, has_status=True)
 CUSTOM_RESOURCE_DEFINITION = Resource(
     "apiextensions.k8s.io",
     "v1",
@@ -79,4 +80,4 @@ CUSTOM_RESOURCE_DEFINITION = Resource(
     has_status=True,
 )
 # Our kinds, in the order ``turnstile migrate-storage`` rewrites them (what a Workload names exists first).
-KUEUE_KINDS = (RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD)
+KUEUE_KINDS = (RESOURCE_FLAVOR, WORKLOAD_PRIORITY_CLASS, COHORT, CLUSTER_QUEUE, LOCAL_QUEUE, WORKLOAD)

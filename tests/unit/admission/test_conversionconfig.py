@@ -27,13 +27,14 @@ def test_a_url_replaces_the_service_and_ends_in_convert() -> None:
     }
 
 
-def test_self_managed_patches_name_the_three_crds_and_the_conversion_service() -> None:
+def test_self_managed_patches_name_the_four_crds_and_the_conversion_service() -> None:
     patches = cc.crd_patches(ca_bundle=b"PEM", namespace="batch-system")
 
     assert [p["metadata"]["name"] for p in patches] == [
         "clusterqueues.kueue.x-k8s.io",
         "localqueues.kueue.x-k8s.io",
         "workloads.kueue.x-k8s.io",
+        "cohorts.kueue.x-k8s.io",
     ]
     for p in patches:
         assert p["spec"]["conversion"]["webhook"]["clientConfig"]["service"] == {

@@ -55,7 +55,7 @@ async def test_objects_come_back_converted_in_request_order_with_the_uid(client:
 
 
 async def test_one_bad_object_fails_the_review_and_names_it(client: TestClient[Any, Any]) -> None:
-    objects = [cluster_queue("fine", "c"), {"apiVersion": V1, "kind": "Cohort", "metadata": {"name": "x"}}]
+    objects = [cluster_queue("fine", "c"), {"apiVersion": V1, "kind": "Topology", "metadata": {"name": "x"}}]
 
     status, answer = await post(client, review(objects, uid="u1"))
 
@@ -65,7 +65,7 @@ async def test_one_bad_object_fails_the_review_and_names_it(client: TestClient[A
     assert response["convertedObjects"] == []
     assert response["result"]["status"] == "Failure"
     assert "request.objects[1]" in response["result"]["message"]
-    assert "Cohort" in response["result"]["message"]
+    assert "Topology" in response["result"]["message"]
 
 
 @pytest.mark.parametrize(

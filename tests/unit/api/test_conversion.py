@@ -280,7 +280,7 @@ def test_domain_values_not_matching_levels_are_an_error() -> None:
     [
         pytest.param(cq(V1BETA1), "kueue.x-k8s.io/v1", "cannot convert to", id="unknown-target"),
         pytest.param(cq("kueue.x-k8s.io/v1alpha1"), V1BETA2, "cannot convert from", id="unknown-source"),
-        pytest.param(obj("Cohort", V1BETA1), V1BETA2, "cannot convert kind 'Cohort'", id="unknown-kind"),
+        pytest.param(obj("Topology", V1BETA1), V1BETA2, "cannot convert kind 'Topology'", id="unknown-kind"),
         pytest.param(
             {**cq(V1BETA1), "spec": ["not", "an", "object"]}, V1BETA2, "spec must be an object", id="bad-spec"
         ),

@@ -44,6 +44,7 @@ async def test_every_object_is_written_once_unchanged_and_stored_versions_end_at
     assert {x.kind: x.rewritten for x in reports} == {
         "ResourceFlavor": 0,
         "WorkloadPriorityClass": 0,
+        "Cohort": 0,
         "ClusterQueue": 2,
         "LocalQueue": 0,
         "Workload": 1,

@@ -22,7 +22,7 @@ async def test_every_cached_kind_gets_a_named_supervised_informer() -> None:
         informers = start_watches(kube, cache, tasks)
         await asyncio.wait_for(cache.wait_synced(), 2)
         assert sorted(tasks.names) == sorted(f"watch:{spec.resource}" for spec in CACHE_WATCHES)
-    assert len(informers) == len(CACHE_WATCHES) == 11
+    assert len(informers) == len(CACHE_WATCHES) == 12
     # Every Job: one that slipped past the webhook unlabelled must be seen to be queued.
     assert sorted(j["metadata"]["name"] for j in cache.jobs()) == ["plain", "queued"]
     assert [p["metadata"]["name"] for p in cache.pods()] == ["managed"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 
 from webhook.api import constants
 from webhook.api.clusterqueue import (
@@ -15,6 +16,7 @@ from webhook.api.clusterqueue import (
     ResourceGroup,
     ResourceQuota,
 )
+from webhook.api.cohort import Cohort
 from webhook.api.flavor import ResourceFlavor
 from webhook.api.localqueue import LocalQueue
 from webhook.api.quantity import Quantity, parse_quantity
@@ -62,6 +64,7 @@ def cluster_queue(
     threshold: int | None = None,
     fungibility: FlavorFungibility | None = None,
     stop: str = "None",
+    weight: int | Fraction = 1,
 ) -> ClusterQueue:
     return ClusterQueue(
         name=name,
@@ -72,7 +75,12 @@ def cluster_queue(
         flavor_fungibility=fungibility or FlavorFungibility(),
         preemption=Preemption(within, reclaim, borrow_within, threshold),
         stop_policy=stop,
+        weight=Fraction(weight),
     )
+
+
+def cohort(name: str, *groups: ResourceGroup, parent: str | None = None, weight: int | Fraction = 1) -> Cohort:
+    return Cohort(name, parent, groups, Fraction(weight))
 
 
 def cpu_queue(name: str, nominal: str | int, *, flavor_name: str = "default", **kw: object) -> ClusterQueue:
@@ -147,11 +155,14 @@ def snapshot(
     *,
     flavors: list[ResourceFlavor] | None = None,
     local_queues: list[LocalQueue] | None = None,
+    cohorts: list[Cohort] | None = None,
 ) -> Snapshot:
     names = {f.name for cq in cqs for g in cq.resource_groups for f in g.flavors}
+    names |= {f.name for c in cohorts or () for g in c.resource_groups for f in g.flavors}
     return Snapshot(
         cluster_queues=cqs,
         flavors=flavors if flavors is not None else [ResourceFlavor(n) for n in sorted(names)],
         local_queues=local_queues if local_queues is not None else [local_queue(cq.name) for cq in cqs],
         workloads=workloads,
+        cohorts=cohorts or (),
     )
