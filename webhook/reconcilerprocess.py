@@ -211,6 +211,9 @@ async def _child(options: RunOptions, conn: Connection) -> None:
             loop.call_soon_threadsafe(stop.set)
 
     threading.Thread(target=listen, name="parent-pipe", daemon=True).start()
+    # A SIGTERM sent to the whole process group (a terminal, a container runtime) is the parent's to handle: here
+    # it only means "stop cleanly", never "die holding the Lease".
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
 
     def make_kube() -> ApiServerKube:
         return ApiServerKube(kubeconfig=options.kubeconfig, in_cluster=options.kubeconfig is None)

@@ -184,7 +184,9 @@ class _ProxyView:
 
 def worker_main(conn: Connection, options: AdmissionOptions, parent: int, log_level: str, json_logs: bool) -> None:
     die_with_parent(parent)
+    # Signals to the process group are the parent's: the worker ends when its pipe closes (or with the parent).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
     from webhook import logs

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -66,7 +67,13 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
         cache = build_webhook_cache()
         start_webhook_watches(kube, cache, supervisor)
         admission_options = config.admission_options()
-        pool = ReviewPool(options=admission_options, view=cache, workers=options.review_workers)
+        pool = ReviewPool(
+            options=admission_options,
+            view=cache,
+            workers=options.review_workers,
+            log_level=log_level,
+            json_logs=json_logs,
+        )
         if options.review_workers:
             await pool.start()
             stack.push_async_callback(pool.close)
@@ -107,6 +114,22 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             crashed.result()  # re-raises the crash of a supervised task
 
 
+def return_large_buffers_to_the_os(threshold: int = 128 * 1024) -> None:
+    """Every allocation over ``threshold`` gets its own mapping, unmapped when freed (glibc; elsewhere a no-op).
+
+    glibc raises its mmap threshold to the size of the largest block freed, so after the first 3 MiB body every
+    later one comes from the heap, and a heap fragmented by a burst of uploads never shrinks: RSS stayed at the
+    peak after aborted uploads (issue 18). A fixed threshold (which also stops that adjustment) keeps request
+    bodies out of the heap. Inherited by the worker and reconciler processes through the environment.
+    """
+    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(threshold))
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, threshold)
+
+
+_M_MMAP_THRESHOLD = -3
+
+
 def run_from_cli(
     *,
     config_file: Path | None,
@@ -122,6 +145,7 @@ def run_from_cli(
     """``turnstile run`` / ``turnstile serve``: configuration, then serve until SIGINT/SIGTERM."""
     from webhook import logs
 
+    return_large_buffers_to_the_os()
     level = os.environ.get("TURNSTILE_LOG_LEVEL", "INFO")
     logs.configure(level, json=json_logs)
     try:
