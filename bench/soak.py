@@ -112,6 +112,46 @@ def tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def processes(pid: int) -> dict[int, str]:
+    """The process and its descendants: pid -> a short name (its command's last word that says what it is)."""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            cmd = Path(f"/proc/{current}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = b" ".join(cmd).decode(errors="replace")
+        found[current] = (
+            "resource-tracker" if "resource_tracker" in text else "child" if "spawn_main" in text else "main"
+        )
+        todo += _children(current)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 # -- the backlog ----------------------------------------------------------------------------------------------
 
 
@@ -501,6 +541,9 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(5)  # let the first passes' writes settle a little
             before_text = turnstile.metrics()
             rss_before = tree_rss_mb(pid)
+            main_before = rss_mb(pid)
+            tree = processes(pid)
+            cpu_before = {p: cpu_seconds(p) for p in tree}
             series_before, _, _ = scrape(turnstile.metrics_url)
             context = multiprocessing.get_context("spawn")
             lease = LeaseWatch(context, cluster, "turnstile-system", "turnstile.x-k8s.io")
@@ -522,6 +565,8 @@ def run(args: argparse.Namespace) -> int:
             lease.finish()
             rss.join()
             rss_after = tree_rss_mb(pid)
+            main_after = rss_mb(pid)
+            cpu_used = {p: cpu_seconds(p) - before for p, before in cpu_before.items()}
             series_after, page_bytes, scrape_seconds = scrape(turnstile.metrics_url)
             alive = turnstile.process.poll() is None
 
@@ -570,6 +615,11 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"RSS (Turnstile and its children): before {rss_before:.0f} MB, peak during {rss.peak:.0f} MB, after "
                 f"{args.settle:.0f}s {rss_after:.0f} MB ({(rss_after / rss_before - 1) * 100:+.0f}% of before)"
+            )
+            print(
+                f"RSS of the webhook process alone: before {main_before:.0f} MB, after {main_after:.0f} MB; CPU "
+                f"seconds over the soak and settle: "
+                + ", ".join(f"{tree[p]} {p} {cpu_used[p]:.1f}" for p in sorted(cpu_used))
             )
             print(
                 f"metric series: {series_before} before, {series_after} after; /metrics {page_bytes / 1e6:.2f} MB, "

@@ -41,9 +41,9 @@ log = logging.getLogger(__name__)
 EXIT_LOST_LEASE: Final = 3
 RELAY_SECONDS: Final = 1.0
 # The reconciler is throughput work and the webhooks are latency work: when the cores are short, the kernel lets
-# the webhook process run first (nice 10 has a tenth of the weight of nice 0). Lease renewal, a few milliseconds
-# every retry period, still gets its turn within milliseconds.
-RECONCILER_NICENESS: Final = 10
+# the webhook process run first (nice 5 has a third of the weight of nice 0). Not more: Lease renewal runs in
+# this process too, and at nice 10 a renewal on a saturated machine waited up to 9 s (renewDeadline is 10 s).
+RECONCILER_NICENESS: Final = 5
 _PR_SET_PDEATHSIG: Final = 1
 
 
