@@ -40,10 +40,11 @@ log = logging.getLogger(__name__)
 
 EXIT_LOST_LEASE: Final = 3
 RELAY_SECONDS: Final = 1.0
-# The reconciler is throughput work and the webhooks are latency work: when the cores are short, the kernel lets
-# the webhook process run first (nice 5 has a third of the weight of nice 0). Not more: Lease renewal runs in
-# this process too, and at nice 10 a renewal on a saturated machine waited up to 9 s (renewDeadline is 10 s).
-RECONCILER_NICENESS: Final = 5
+# Not niced: Lease renewal runs in this process, and at nice 10 a renewal on a saturated machine waited up to 9 s
+# (renewDeadline is 10 s), and a standby's takeover took twice as long. The webhook process needs no favour to
+# answer first: it sleeps on its sockets, and the kernel's wakeup preemption puts a waking process ahead of one
+# that has been running (the reconciler's passes).
+RECONCILER_NICENESS: Final = 0
 _PR_SET_PDEATHSIG: Final = 1
 
 
@@ -166,8 +167,9 @@ class ReconcilerProcess:
 
 def child_main(options: RunOptions, conn: Connection, parent: int, log_level: str, json_logs: bool) -> None:
     die_with_parent(parent)
-    with contextlib.suppress(OSError):
-        os.nice(RECONCILER_NICENESS)
+    if RECONCILER_NICENESS:
+        with contextlib.suppress(OSError):
+            os.nice(RECONCILER_NICENESS)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C goes to the parent, which stops us
     from webhook import logs
 
