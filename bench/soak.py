@@ -507,7 +507,11 @@ def metric_sum(text: str, name: str) -> float:
 def wait_leading(turnstile: LocalTurnstile, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        text = turnstile.metrics()
+        try:
+            text = turnstile.metrics()
+        except OSError:  # still starting, or too busy to answer this once
+            time.sleep(0.5)
+            continue
         if 'replica_role="leader"' in text and metric_sum(text, "kueue_admission_attempts_total") >= 1:
             return
         time.sleep(0.5)
