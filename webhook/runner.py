@@ -74,9 +74,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             log_level=log_level,
             json_logs=json_logs,
         )
-        if options.review_workers:
-            await pool.start()
-            stack.push_async_callback(pool.close)
+        stack.push_async_callback(pool.close)
         server = AdmissionServer(
             view=cache,
             options=admission_options,
@@ -101,7 +99,18 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
         if options.reconcile:
             reconciler = ReconcilerProcess(options, metrics, log_level=log_level, json_logs=json_logs)
             stack.push_async_callback(reconciler.stop)
-            supervisor.spawn(reconciler.run(), name="reconciler-process")
+
+        async def then_the_others() -> None:
+            # The worker and the reconciler start once this process serves from a synced cache: on a restart the
+            # webhooks are what the API server waits for, and three interpreters importing at once on a busy
+            # machine delayed them. Until then a large review waits for its worker.
+            await cache.wait_synced()
+            if options.review_workers:
+                await pool.start()
+            if reconciler is not None:
+                supervisor.spawn(reconciler.run(), name="reconciler-process")
+
+        supervisor.spawn(then_the_others(), name="start-children")
 
         stopping = asyncio.create_task(stop.wait(), name="stop-signal")
         crashed = asyncio.create_task(supervisor.wait(), name="supervisor")
