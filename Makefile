@@ -76,3 +76,9 @@ helm:
 .PHONY: bench-conversion
 bench-conversion: $(STAMP) controlplane
 	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.conversion
+
+# Soak under hostile traffic (bench/soak.py): valid reviews at 200/s beside slow connections, aborted 3 MiB bodies,
+# random paths, 1.5 MiB reviews and a 50,000-Workload backlog; a few minutes, loopback only.
+.PHONY: bench-soak
+bench-soak: $(STAMP) controlplane
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.soak

@@ -1,6 +1,7 @@
 """AdmissionReview latency for a batch/v1 Job CREATE over TLS on loopback, at fixed request rates.
 
-Runs ``turnstile serve`` in a child process (one server process, as in production), then sends Job CREATE
+Starts a bare local API server and ``turnstile serve`` in a child process against it (the webhook process of
+production, without the reconciler), then sends Job CREATE
 reviews to ``/mutate/batch/v1/jobs`` from this process on an open-loop schedule: request ``i`` is due at
 ``start + i / rate`` and is sent then whether or not earlier ones have answered (the schedule never waits for
 the server, so a server falling behind shows up as queueing latency, not as a lower rate). Latency runs from
@@ -149,15 +150,21 @@ async def wait_ready(base: str, context: ssl.SSLContext, server: subprocess.Pope
 
 async def run(trials: int, seconds: float) -> None:
     from webhook import tls
+    from webhook.local.cluster import LocalCluster
 
     with tempfile.TemporaryDirectory() as tmp:
+        # `turnstile serve` answers from a watch-fed cache, so it needs an API server: a bare local one.
+        cluster = LocalCluster(Path(tmp) / "cluster")
+        cluster.start()
+        kubeconfig = cluster.client_kubeconfig("turnstile-bench", ("system:masters",))
         certs = tls.issue_webhook_certificates(Path(tmp), ["127.0.0.1"])
         port = free_port()
         server = subprocess.Popen(  # noqa: ASYNC220 - started once, before any measurement
-            [sys.executable, "-m", "webhook", "serve", "--cert-dir", tmp, "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "webhook", "serve", "--cert-dir", tmp, "--host", "127.0.0.1", "--port", str(port),
+             f"--kubeconfig={kubeconfig}", "--metrics-bind-address=0"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-        )
+        )  # fmt: skip
         try:
             context = ssl.create_default_context(cadata=certs.ca_pem.decode())
             base = f"https://127.0.0.1:{port}"
@@ -189,6 +196,7 @@ async def run(trials: int, seconds: float) -> None:
         finally:
             server.terminate()
             server.wait(timeout=10)
+            cluster.stop()
 
 
 def main() -> None:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import platform
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Final, Literal, TypeVar
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from webhook.controller.telemetry import AttemptResult, ClusterQueueStatus
 
@@ -247,6 +248,7 @@ class Metrics:
         # Label values each ClusterQueue has published, so a deleted queue leaves no series behind.
         self._series: dict[str, set[tuple[Counter | Gauge | Histogram, tuple[str, ...]]]] = {}
         self._build_info.labels(*self._build_labels, self._role).set(1)
+        self._relayed: list[Metric] = []
 
     # -- role ---------------------------------------------------------------------------------------
 
@@ -361,9 +363,21 @@ class Metrics:
 
     # -- exposition -----------------------------------------------------------------------------------
 
+    def families(self) -> list[Metric]:
+        """Every family with its samples, as ``relay`` takes them in another process (picklable)."""
+        return list(self.registry.collect())
+
+    def relay(self, families: list[Metric]) -> None:
+        """Families collected by the other process of this replica (the reconciler's), rendered with ours.
+
+        For each name, our own samples win when we have any (``kueue_build_info``, the webhook's counters), else
+        the relayed family is shown: one family per name, so the page stays valid exposition text.
+        """
+        self._relayed = families
+
     def render(self) -> bytes:
-        """The registry in Prometheus text format."""
-        return generate_latest(self.registry)
+        """The registry (and the relayed families) in Prometheus text format."""
+        return generate_latest(_Merged(self.registry, self._relayed))
 
     # -- internals ------------------------------------------------------------------------------------
 
@@ -376,6 +390,19 @@ class Metrics:
         full = (*labels, self._role)
         self._series.setdefault(cluster_queue, set()).add((metric, full))
         return metric.labels(*full)
+
+
+class _Merged:
+    def __init__(self, own: CollectorRegistry, relayed: list[Metric]) -> None:
+        self._own = own
+        self._relayed = relayed
+
+    def collect(self) -> Iterator[Metric]:
+        others = {family.name: family for family in self._relayed}
+        for family in self._own.collect():
+            other = others.pop(family.name, None)
+            yield family if family.samples or other is None else other
+        yield from others.values()
 
 
 _METRICS_KEY: Final = web.AppKey("metrics", Metrics)

@@ -1,31 +1,32 @@
-"""``turnstile run``: one process, two roles.
+"""``turnstile run``: one command, two roles, kept apart so that neither waits behind the other.
 
-Every replica watches the cluster into one cache and serves the admission webhooks from it. One replica, the
-holder of the Lease, also runs the reconciler. Losing the Lease stops the process (its replacement starts
-clean and rebuilds from the API server), which is simpler and safer than trying to stop half-done writes.
+This process serves the admission webhooks from a small watch-fed cache of its own (``controller.webhookwatches``)
+and hands reviews over ``routes.OFFLOAD_BYTES`` to review worker processes (``reviewpool``). The reconciler runs in
+a child process (``reconcilerprocess``) with the full cache; there leader election renews the Lease on a thread and
+loop of its own, and the holder of the Lease reconciles. Losing the Lease ends the child only (its replacement
+starts clean and rebuilds from the API server, which is simpler and safer than trying to stop half-done writes);
+this process restarts it and keeps serving meanwhile. ``turnstile serve`` is this process without the child.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 import signal
-import socket
 import sys
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from webhook.config import Config, ConfigError, load_config
-from webhook.controller.events import EventRecorder
-from webhook.controller.leader import LeaderElector, LeaseConfig
-from webhook.controller.reconciler import Reconciler
 from webhook.controller.supervisor import Supervisor
-from webhook.controller.watches import build_cache, start_watches, watch_specs
+from webhook.controller.webhookwatches import build_webhook_cache, start_webhook_watches
 from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics, serving
+from webhook.reconcilerprocess import ReconcilerProcess
+from webhook.reviewpool import ReviewPool
 from webhook.server import AdmissionServer
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class RunOptions:
     visibility_host: str = ""
     visibility_port: int | None = None  # None: no visibility API listener
     identity: str = ""
+    review_workers: int = 1  # processes answering reviews over routes.OFFLOAD_BYTES; 0: all on the serving loop
 
 
 def _split_address(address: str) -> tuple[str, int | None]:
@@ -54,26 +56,36 @@ def _split_address(address: str) -> tuple[str, int | None]:
     return host, int(port)
 
 
-async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
+async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INFO", json_logs: bool = True) -> None:
+    """This process serves the webhooks from a small cache of its own; with ``reconcile``, the reconciler runs in a
+    child process (``webhook.reconcilerprocess``) that this one restarts whenever it ends."""
     config = options.config
-    identity = options.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
     metrics = Metrics(replica_role="follower" if options.reconcile else "standalone")
     async with contextlib.AsyncExitStack() as stack:
         kube = await stack.enter_async_context(
             ApiServerKube(kubeconfig=options.kubeconfig, in_cluster=options.kubeconfig is None)
         )
         supervisor = await stack.enter_async_context(Supervisor())
-        specs = watch_specs(config.frameworks)  # only the enabled job kinds are watched
-        cache = build_cache(specs)
-        start_watches(kube, cache, supervisor, specs=specs)
+        cache = build_webhook_cache()
+        start_webhook_watches(kube, cache, supervisor)
+        admission_options = config.admission_options()
+        pool = ReviewPool(
+            options=admission_options,
+            view=cache,
+            workers=options.review_workers,
+            log_level=log_level,
+            json_logs=json_logs,
+        )
+        stack.push_async_callback(pool.close)
         server = AdmissionServer(
             view=cache,
-            options=config.admission_options(),
+            options=admission_options,
             cert_file=options.cert_file,
             key_file=options.key_file,
             host=options.host,
             port=options.port,
             observe=metrics.observe_webhook,
+            offload=pool.answer if options.review_workers else None,
         )
         await server.start()
         stack.push_async_callback(server.close)
@@ -84,68 +96,49 @@ async def run(options: RunOptions, *, stop: asyncio.Event) -> None:
             log.info("metrics on port %d", port)
         log.info("webhook server on port %d", server.port)
         supervisor.spawn(server.run_until(stop), name="webhook-server")
-        if options.visibility_port is not None:
-            from webhook.visibility.listener import start_visibility
 
-            await start_visibility(
-                stack,
-                supervisor,
-                kube=kube,
-                cache=cache,
-                cert_file=options.cert_file,
-                key_file=options.key_file,
-                host=options.visibility_host,
-                port=options.visibility_port,
-            )
-
-        elector: LeaderElector | None = None
+        reconciler: ReconcilerProcess | None = None
         if options.reconcile:
-            lease = config.leader_election
-            reconciler = Reconciler(
-                kube,
-                cache,
-                namespaces=config.namespace_policy(),
-                metrics=metrics,
-                events=EventRecorder(kube, host=identity),
-                wait_for_pods_ready=config.wait_for_pods_ready,
-                manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
-                frameworks=config.frameworks,
-                fair_sharing=config.fair_sharing,
-                admission_fair_sharing=config.admission_fair_sharing,
-            )
-            if lease.leader_elect:
-                elector = LeaderElector(
-                    kube,
-                    LeaseConfig(
-                        namespace=config.namespace,
-                        name=lease.resource_name,
-                        lease_duration=lease.lease_duration_seconds,
-                        renew_deadline=lease.renew_deadline_seconds,
-                        retry_period=lease.retry_period_seconds,
-                    ),
-                    identity=identity,
-                )
-                supervisor.spawn(_lead(elector, reconciler, metrics, supervisor), name="leader-election")
-            else:
-                metrics.set_replica_role("leader")
-                supervisor.spawn(reconciler.run(), name="reconciler")
+            reconciler = ReconcilerProcess(options, metrics, log_level=log_level, json_logs=json_logs)
+            stack.push_async_callback(reconciler.stop)
+
+        async def then_the_others() -> None:
+            # The worker and the reconciler start once this process serves from a synced cache: on a restart the
+            # webhooks are what the API server waits for, and three interpreters importing at once on a busy
+            # machine delayed them. Until then a large review waits for its worker.
+            await cache.wait_synced()
+            if options.review_workers:
+                await pool.start()
+            if reconciler is not None:
+                supervisor.spawn(reconciler.run(), name="reconciler-process")
+
+        supervisor.spawn(then_the_others(), name="start-children")
 
         stopping = asyncio.create_task(stop.wait(), name="stop-signal")
         crashed = asyncio.create_task(supervisor.wait(), name="supervisor")
         done, _ = await asyncio.wait({stopping, crashed}, return_when=asyncio.FIRST_COMPLETED)
         for task in (stopping, crashed):
             task.cancel()
-        if elector is not None:
-            await elector.release()
+        if reconciler is not None:
+            await reconciler.stop()  # releases the Lease before the webhooks stop serving
         if crashed in done:
             crashed.result()  # re-raises the crash of a supervised task
 
 
-async def _lead(elector: LeaderElector, reconciler: Reconciler, metrics: Metrics, supervisor: Supervisor) -> None:
-    await elector.acquire()
-    metrics.set_replica_role("leader")
-    supervisor.spawn(reconciler.run(), name="reconciler")
-    await elector.hold()  # raises LostLeadership, which stops the process
+def return_large_buffers_to_the_os(threshold: int = 128 * 1024) -> None:
+    """Every allocation over ``threshold`` gets its own mapping, unmapped when freed (glibc; elsewhere a no-op).
+
+    glibc raises its mmap threshold to the size of the largest block freed, so after the first 3 MiB body every
+    later one comes from the heap, and a heap fragmented by a burst of uploads never shrinks: RSS stayed at the
+    peak after aborted uploads (issue 18). A fixed threshold (which also stops that adjustment) keeps request
+    bodies out of the heap. Inherited by the worker and reconciler processes through the environment.
+    """
+    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(threshold))
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, threshold)
+
+
+_M_MMAP_THRESHOLD = -3
 
 
 def run_from_cli(
@@ -164,7 +157,9 @@ def run_from_cli(
     """``turnstile run`` / ``turnstile serve``: configuration, then serve until SIGINT/SIGTERM."""
     from webhook import logs
 
-    logs.configure(os.environ.get("TURNSTILE_LOG_LEVEL", "INFO"), json=json_logs)
+    return_large_buffers_to_the_os()
+    level = os.environ.get("TURNSTILE_LOG_LEVEL", "INFO")
+    logs.configure(level, json=json_logs)
     try:
         config = load_config(config_file)
     except ConfigError as exc:
@@ -201,7 +196,7 @@ def run_from_cli(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run(options, stop=stop)
+        await run(options, stop=stop, log_level=level, json_logs=json_logs)
 
     try:
         asyncio.run(main())

@@ -3,7 +3,9 @@
 The caller supplies the ``ClusterView`` the policies read (the watch-fed cache in production, a static view in
 tests and local runs). The certificate reloader runs as a named background task started and stopped by the
 app's ``cleanup_ctx``; if it dies, ``run_until`` raises so the process stops loudly instead of serving a
-certificate that will expire. Must not: hold admission policy.
+certificate that will expire. Connections are capped and given deadlines (``webhook.connections``); reviews larger
+than ``routes.OFFLOAD_BYTES`` go to ``offload`` when one is given (the review worker processes).
+Must not: hold admission policy.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import Final
 from aiohttp import web
 
 from webhook.admission.options import AdmissionOptions
-from webhook.admission.routes import Observer, Readiness, build_app
+from webhook.admission.routes import Observer, Offload, Readiness, build_app
 from webhook.admission.view import ClusterView
+from webhook.connections import ConnectionGuard, ConnectionLimits, GuardedSite
 from webhook.tls import DEFAULT_POLL_SECONDS, CertificateReloader
 
 log = logging.getLogger(__name__)
@@ -61,22 +64,34 @@ class AdmissionServer:
         port: int = 9443,
         poll_seconds: float = DEFAULT_POLL_SECONDS,
         observe: Observer | None = None,
+        offload: Offload | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.readiness = Readiness()
         self.reloader = CertificateReloader(cert_file, key_file)
-        self.app = build_app(view=view, options=options, readiness=self.readiness, observe=observe)
+        self.guard = ConnectionGuard(limits or ConnectionLimits())
+        self.app = build_app(view=view, options=options, readiness=self.readiness, observe=observe, offload=offload)
+        self.app.middlewares.insert(0, self.guard.middleware())  # type: ignore[arg-type]
         self.app[RELOADER] = self.reloader
         self.app[FAILURES] = asyncio.Queue()
         self.app[POLL_SECONDS] = poll_seconds
         self.app.cleanup_ctx.append(_certificate_watch)
         self._host = host or None
         self._port = port
-        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=SHUTDOWN_GRACE_SECONDS)
+        self._runner = web.AppRunner(
+            self.app,
+            access_log=None,
+            shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
+            keepalive_timeout=self.guard.limits.idle_seconds,
+        )
+        self._sweeping: contextlib.AbstractAsyncContextManager[None] | None = None
 
     async def start(self) -> None:
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port, ssl_context=self.reloader.context)
+        site = GuardedSite(self._runner, self._host, self._port, ssl_context=self.reloader.context, guard=self.guard)
         await site.start()
+        self._sweeping = self.guard.sweeping()
+        await self._sweeping.__aenter__()
         self.readiness.tls_serving = True
         log.info("serving admission webhooks on %s", self._runner.addresses)
 
@@ -98,6 +113,9 @@ class AdmissionServer:
 
     async def close(self) -> None:
         self.readiness.tls_serving = False
+        if self._sweeping is not None:
+            await self._sweeping.__aexit__(None, None, None)
+            self._sweeping = None
         await self._runner.cleanup()
 
 

@@ -25,10 +25,18 @@ _.sub_resource
 # Parsed from ResourceFlavor.spec.topologyName (part of the typed view, validated, shown by the CLI later).
 _.topology_name
 
-# Parameters of protocols the runtime calls: __aexit__ and ssl's SNI callback.
+# Parameters of protocols the runtime calls: __aexit__, ssl's SNI callback, signal handlers.
 exc_type
 tb
 server_name
+signum
+frame
+
+# asyncio.Protocol.connection_made, called by the event loop.
+_.connection_made
+
+# aiohttp's TCPSite keeps its asyncio server in _server (stop() closes it); our site subclass sets it.
+_._server
 
 # Compared as a whole (dataclass equality) to detect a changed certificate file.
 _.mtime_ns

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import ssl
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -71,3 +77,44 @@ def test_cli_up_twice_then_down(cluster: LocalCluster, tmp_path: Path) -> None:
     assert not state.exists()
     for pid in pids:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for t in Path(f"/proc/{pid}/task").glob("*") for c in (t / "children").read_text().split()]
+
+
+def _serves(port: int) -> bool:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # only "is it up"; the certificate is checked by the e2e tests
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", timeout=2, context=context) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+def test_cli_up_with_turnstile_starts_it_again_when_it_dies(cluster: LocalCluster, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    supervisor = -1
+    up = _turnstile("cluster", "up", "--state-dir", str(state), "--nodes", "none", "--with-turnstile")
+    try:
+        assert up.returncode == 0, up.stderr
+        found = re.search(r"webhooks on https://127\.0\.0\.1:(\d+)", up.stdout)
+        assert found, up.stdout
+        port = int(found.group(1))
+        local = LocalCluster(state, bin_dir=cluster.bin_dir)
+        assert local.load() is not None
+        assert local.state is not None
+        supervisor = local.state.pids["turnstile"]
+        (first,) = _children(supervisor)
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (set(_children(supervisor)) - {first} and _serves(port)):
+            time.sleep(0.5)
+        assert set(_children(supervisor)) - {first}, "the supervisor started Turnstile again"
+        assert _serves(port), "the new Turnstile serves on the same port"
+    finally:
+        down = _turnstile("cluster", "down", "--state-dir", str(state))
+    assert down.returncode == 0, down.stderr
+    assert not Path(f"/proc/{supervisor}").exists() or "zombie" in Path(f"/proc/{supervisor}/status").read_text()

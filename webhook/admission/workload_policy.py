@@ -137,7 +137,9 @@ def _resource_list_errors(resources: Mapping[str, Any], path: str) -> list[Field
         if name == _RESERVED_RESOURCE:
             errors.append(invalid(key(path, name), name, 'the resource name "pods" is reserved for Turnstile'))
         value = quantity.parse(raw)
-        if value is not None and value < 0:
+        if value is None:
+            errors.append(invalid(key(path, name), raw, "must be a quantity such as 500m or 2Gi (at most 100 digits)"))
+        elif value < 0:
             errors.append(invalid(key(path, name), raw, "must be greater than or equal to 0"))
     return errors
 

@@ -23,13 +23,19 @@ _NUMBER: Final = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)$")
 _EXPONENT: Final = re.compile(r"^[eE]([+-]?[0-9]+)$")
 # Kubernetes caps quantities far below this; the bound only stops "1e999999" from building a huge integer.
 _MAX_EXPONENT: Final = 40
+# No real quantity comes near this; Python refuses to parse integers of more than 4,300 digits at all, and a
+# long one costs quadratic time, so anything longer is rejected before int() sees it.
+MAX_DIGITS: Final = 100
 
 
 class InvalidQuantity(ValueError):
     """A value that is not a Kubernetes quantity; the message names the value."""
 
     def __init__(self, value: object, why: str) -> None:
-        super().__init__(f"invalid quantity {value!r}: {why}")
+        shown = repr(value)
+        if len(shown) > 80:  # a message a person can read, not the 5,000 digits they were sent
+            shown = f"{shown[:40]}... ({len(shown)} characters)"
+        super().__init__(f"invalid quantity {shown}: {why}")
         self.value = value
 
 
@@ -135,6 +141,8 @@ def parse_quantity(raw: object) -> Quantity:
     sign, whole, frac, suffix = match.group(1), match.group(2), match.group(3) or "", match.group(4)
     if not whole and not frac:
         raise InvalidQuantity(raw, "no digits")
+    if len(whole) + len(frac) > MAX_DIGITS:
+        raise InvalidQuantity(raw, f"more than {MAX_DIGITS} digits")
     fmt, numerator, denominator = _scale(raw, suffix)
     digits = int((whole or "0") + frac)
     numerator *= digits * NANO

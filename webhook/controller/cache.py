@@ -188,7 +188,8 @@ class ClusterCache:
         store = self._store(resource)
         if namespace is None:
             return iter(list(store.values()))
-        return iter([obj for key, obj in store.items() if key.namespace == namespace])
+        # list() first: a C-level copy no other thread can interleave with (review workers read from a thread).
+        return iter([obj for key, obj in list(store.items()) if key.namespace == namespace])
 
     def count(self, resource: Resource) -> int:
         return len(self._store(resource))
@@ -293,8 +294,11 @@ class ClusterCache:
 
     def workload_is_admitted(self, namespace: str, name: str) -> bool:
         wl = self.workload(namespace, name)
-        if wl is None:
-            return False
+        return wl is not None and self.is_admitted(wl)
+
+    @staticmethod
+    def is_admitted(wl: Object) -> bool:
+        """Admitted, or (with no admission checks) holding a quota reservation with an admission."""
         if _is_true(wl, constants.COND_ADMITTED):
             return True
         # Kueue sets Admitted once every admission check is Ready; with no checks, a reservation is admission.

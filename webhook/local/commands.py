@@ -36,7 +36,7 @@ def cli_up(state_dir: Path, *, with_turnstile: bool = False, nodes: str = localn
         return 1
     ready_after = time.monotonic() - started
     if with_turnstile:
-        local = LocalTurnstile(cluster, state_dir / "turnstile")
+        local = LocalTurnstile(cluster, state_dir / "turnstile", supervise=True)  # restarted if it ever exits
         try:
             local.start()
         except ClusterError as exc:

@@ -4,7 +4,8 @@ Backs ``turnstile cluster up --with-turnstile`` (the demo) and the end-to-end te
 certificate for 127.0.0.1, a kubeconfig with Turnstile's own identity, a configuration file; starts
 ``turnstile run``; registers the webhook configurations, and the conversion webhook of the CRDs that need one,
 with a url-based clientConfig and the caBundle; and waits until the API server really calls them (a dry-run Job
-comes back suspended, a dry-run v1beta1 LocalQueue is converted).
+comes back suspended, a dry-run v1beta1 LocalQueue is converted). For ``cluster up`` it runs under a supervisor
+that starts it again when it exits; the tests run it bare, so that they decide when it dies and comes back.
 """
 
 from __future__ import annotations
@@ -51,12 +52,15 @@ class LocalTurnstile:
         python_args: tuple[str, ...] = (),
         kubeconfig: Path | None = None,
         visibility: bool | None = None,
+        supervise: bool = False,
     ) -> None:
         """``python_args`` go between the interpreter and ``-m webhook``, e.g. ``("-m", "cProfile", "-o", f)``;
         ``kubeconfig`` replaces Turnstile's default identity (a client certificate in ``system:masters``).
         ``visibility``: serve and register the visibility API; by default only with the default identity, as the
         manifests grant its delegation rights (auth-delegator, the authentication ConfigMap) only with
-        manifests/visibility."""
+        manifests/visibility. ``supervise`` runs it under ``webhook.local.supervise``, which starts it again
+        whenever it exits (then ``process`` is the supervisor's)."""
+        self._supervise = supervise
         self.cluster = cluster
         self._kubeconfig = kubeconfig
         self._python_args = python_args
@@ -96,8 +100,10 @@ class LocalTurnstile:
         config_file.write_text(yaml.safe_dump(self._config))
         self.cluster.kubectl("create", "namespace", str(self._config["namespace"]), check=False)
         log = self.log_file.open("ab")
+        supervisor = [sys.executable, "-m", "webhook.local.supervise", "--"] if self._supervise else []
         self.process = subprocess.Popen(
             [
+                *supervisor,
                 sys.executable,
                 *self._python_args,
                 "-m",

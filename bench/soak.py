@@ -1,0 +1,679 @@
+"""Soak under hostile traffic: valid reviews at a steady rate while the webhook port is abused and the leader
+schedules a deep backlog; loopback only, bounded in time and requests.
+
+Starts a bare control plane (etcd + kube-apiserver, no nodes) in a temporary directory, creates ``--pending``
+bare Workloads (100 ClusterQueues with 1 CPU each, every Workload asks 1 CPU: one admitted per queue, the rest
+pending) *before* Turnstile starts, so Turnstile lists them at start instead of streaming 50,000 watch events;
+then starts one ``turnstile run`` (Turnstile's default lease timings 15 s / 10 s / 2 s, webhooks not registered
+with the API server: the bench is the only client of the port) and waits until it leads and has run a pass.
+
+Then, together, for ``--seconds``:
+1. steady valid reviews: Job CREATE reviews to ``/mutate/batch/v1/jobs`` at ``--rate``/s, open loop, over 16
+   keep-alive TLS connections, from a separate process (so the attack traffic does not distort the timing);
+2. ``--slow`` slow connections: TLS, a request line and one header line every 5 s, never finished (slowloris);
+3. ``--aborted`` aborted uploads: headers announcing 3 MiB, all but the last KiB of the body, then the socket
+   is closed (16 at a time);
+4. ``--random-paths`` POSTs to random paths (16 keep-alive connections);
+5. ``--big-clients`` clients each posting a valid 1.5 MiB Workload review to ``/validate/kueue/workloads`` in a
+   loop (bounded by ``--big-requests`` each);
+6. the leader's scheduling passes over the backlog (pending reasons are written 200 per pass, so each write
+   wakes another pass).
+
+Reported: the machine, valid-review p50 / p99 / max and how many took longer than the API server's webhook
+timeout (5 s), errors, Turnstile's RSS (its process and any children) before / peak during / after a settle
+period, the number of metric series and the size and scrape time of ``/metrics``, scheduling passes and their
+mean time, Lease renewals missed (gaps between observed renewals, polled every 0.25 s) and Lease losses (holder
+changed, or the process exited), and what happened to each kind of attack.
+
+Usage: ``.venv/bin/python -m bench.soak [--pending 50000 --seconds 60]``. ``make bench-soak`` runs the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import itertools
+import multiprocessing
+import os
+import platform
+import re
+import ssl
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from bench.admission import job_review, percentile
+from webhook.local.client import ApiError, LocalClient
+from webhook.local.cluster import LocalCluster
+from webhook.local.turnstile import LocalTurnstile
+
+JSON = dict[str, Any]
+NAMESPACE = "soak"
+QUEUES = 100
+WEBHOOK_TIMEOUT_S = 5.0  # the API server's timeoutSeconds for our webhooks
+LEASE = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}
+RETRY_PERIOD_S = 2.0
+CONNECTIONS = 16
+ABORTED_BODY = 3 * 1024 * 1024
+BIG_REVIEW = int(1.5 * 1024 * 1024)
+
+
+# -- the machine and the process ------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (
+        f"{model}, {os.cpu_count()} CPUs, load average {load}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants, in MB."""
+    total = 0
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+        todo += _children(current)
+    return total / 1024
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def processes(pid: int) -> dict[int, str]:
+    """The process and its descendants: pid -> a short name (its command's last word that says what it is)."""
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            cmd = Path(f"/proc/{current}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = b" ".join(cmd).decode(errors="replace")
+        found[current] = (
+            "resource-tracker" if "resource_tracker" in text else "child" if "spawn_main" in text else "main"
+        )
+        todo += _children(current)
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+# -- the backlog ----------------------------------------------------------------------------------------------
+
+
+def queue_objects() -> list[tuple[str, JSON]]:
+    group = "/apis/kueue.x-k8s.io/v1beta2"
+    out: list[tuple[str, JSON]] = [
+        (f"{group}/resourceflavors", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                                      "metadata": {"name": "default"}})
+    ]  # fmt: skip
+    for q in range(QUEUES):
+        cq = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ClusterQueue",
+            "metadata": {"name": f"cq-{q}"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "1"}]}],
+                    }
+                ],
+            },
+        }
+        lq = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": f"lq-{q}", "namespace": NAMESPACE},
+            "spec": {"clusterQueue": f"cq-{q}"},
+        }
+        out += [(f"{group}/clusterqueues", cq), (f"{group}/namespaces/{NAMESPACE}/localqueues", lq)]
+    return out
+
+
+def pod_template(cpu: str, *, env: int = 0) -> JSON:
+    container: JSON = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+    if env:
+        container["env"] = [{"name": f"VAR_{i:06d}", "value": "x" * 80} for i in range(env)]
+    return {"spec": {"restartPolicy": "Never", "containers": [container]}}
+
+
+def workload(i: int, *, env: int = 0) -> JSON:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": f"wl-{i}", "namespace": NAMESPACE},
+        "spec": {
+            "queueName": f"lq-{i % QUEUES}",
+            "podSets": [{"name": "main", "count": 1, "template": pod_template("1", env=env)}],
+        },
+    }
+
+
+def load_backlog(client: LocalClient, count: int) -> float:
+    client.create("/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+    for path, obj in queue_objects():
+        client.create(path, obj)
+    path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{NAMESPACE}/workloads"
+
+    def one(i: int) -> None:
+        for _ in range(20):
+            try:
+                client.create(path, workload(i))
+                return
+            except ApiError as exc:
+                if exc.status == 409:
+                    return
+                time.sleep(0.2)
+        raise RuntimeError(f"could not create wl-{i}")
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(16, thread_name_prefix="loader") as pool:
+        list(pool.map(one, range(count)))
+    return time.monotonic() - started
+
+
+def big_review(i: int) -> bytes:
+    """A valid Workload CREATE review of about 1.5 MiB (one pod set whose container has a long env list)."""
+    env = BIG_REVIEW // 115
+    wl = workload(1_000_000 + i, env=env)
+    request = {
+        "uid": str(uuid.UUID(int=i)),
+        "kind": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Workload"},
+        "resource": {"group": "kueue.x-k8s.io", "version": "v1beta2", "resource": "workloads"},
+        "operation": "CREATE",
+        "namespace": NAMESPACE,
+        "name": wl["metadata"]["name"],
+        "userInfo": {"username": "bench", "groups": ["system:authenticated"]},
+        "object": wl,
+    }
+    return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+
+
+# -- the steady valid load (its own process) ------------------------------------------------------------------
+
+
+def _valid_load(port: int, ca_pem: str, rate: int, seconds: float, results: Any) -> None:
+    async def main() -> tuple[list[float], Counter[str]]:
+        context = ssl.create_default_context(cadata=ca_pem)
+        url = f"https://127.0.0.1:{port}/mutate/batch/v1/jobs"
+        latencies: list[float] = []
+        outcomes: Counter[str] = Counter()
+        timeout = aiohttp.ClientTimeout(total=10)
+        connector = aiohttp.TCPConnector(ssl=context, limit=CONNECTIONS)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            loop = asyncio.get_running_loop()
+
+            async def one(body: bytes) -> None:
+                sent = loop.time()
+                try:
+                    async with session.post(url, data=body) as resp:
+                        await resp.read()
+                        outcomes[str(resp.status)] += 1
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    outcomes[type(exc).__name__] += 1
+                latencies.append(loop.time() - sent)
+
+            count = int(rate * seconds)
+            start = loop.time() + 0.05
+            tasks = []
+            for i in range(count):
+                delay = start + i / rate - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                tasks.append(asyncio.create_task(one(job_review(i))))
+            await asyncio.gather(*tasks)
+        return latencies, outcomes
+
+    latencies, outcomes = asyncio.run(main())
+    results.put((latencies, dict(outcomes)))
+
+
+# -- the attacks (this process) ------------------------------------------------------------------------------
+
+
+@dataclass
+class Attacks:
+    slow_closed_by_server: int = 0
+    slow_close_seconds: list[float] = field(default_factory=list)
+    slow_refused: int = 0
+    aborted_sent: int = 0
+    aborted_failed_early: int = 0
+    random_codes: Counter[str] = field(default_factory=Counter)
+    big_codes: Counter[str] = field(default_factory=Counter)
+    big_latencies: list[float] = field(default_factory=list)
+
+
+async def _open(port: int, context: ssl.SSLContext) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="127.0.0.1")
+
+
+async def slow_connection(port: int, context: ssl.SSLContext, until: float, out: Attacks) -> None:
+    loop = asyncio.get_running_loop()
+    opened = loop.time()
+    try:
+        reader, writer = await _open(port, context)
+    except (OSError, ssl.SSLError):
+        out.slow_refused += 1
+        return
+    try:
+        writer.write(b"POST /validate/kueue/workloads HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        await writer.drain()
+        while loop.time() < until:
+            try:
+                data = await asyncio.wait_for(reader.read(1024), timeout=min(5.0, max(0.01, until - loop.time())))
+            except TimeoutError:
+                writer.write(b"X-Slow: 1\r\n")
+                await writer.drain()
+                continue
+            if not data:  # the server closed the connection (it may have sent a 408 first)
+                out.slow_closed_by_server += 1
+                out.slow_close_seconds.append(loop.time() - opened)
+                return
+    except (OSError, ssl.SSLError):
+        out.slow_closed_by_server += 1
+        out.slow_close_seconds.append(loop.time() - opened)
+    finally:
+        writer.close()
+
+
+async def aborted_upload(port: int, context: ssl.SSLContext, out: Attacks) -> None:
+    chunk = b"x" * (256 * 1024)
+    try:
+        _reader, writer = await _open(port, context)
+    except (OSError, ssl.SSLError):
+        out.aborted_failed_early += 1
+        return
+    try:
+        writer.write(
+            b"POST /validate/kueue/workloads HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {ABORTED_BODY}\r\n\r\n".encode()
+        )
+        sent = 0
+        while sent < ABORTED_BODY - 1024:
+            piece = chunk[: ABORTED_BODY - 1024 - sent]
+            writer.write(piece)
+            await writer.drain()
+            sent += len(piece)
+        out.aborted_sent += 1
+    except (OSError, ssl.SSLError):
+        out.aborted_failed_early += 1
+    finally:
+        writer.transport.abort()  # go away without finishing the body
+
+
+async def attacks(port: int, ca_pem: str, args: argparse.Namespace) -> Attacks:
+    context = ssl.create_default_context(cadata=ca_pem)
+    out = Attacks()
+    loop = asyncio.get_running_loop()
+    until = loop.time() + args.seconds
+
+    async def slow_all() -> None:
+        await asyncio.gather(*(slow_connection(port, context, until, out) for _ in range(args.slow)))
+
+    async def aborted_all() -> None:
+        gate = asyncio.Semaphore(16)
+        pause = args.seconds * 0.8 / max(1, args.aborted)
+
+        async def one(i: int) -> None:
+            await asyncio.sleep(i * pause)  # spread over the soak
+            async with gate:
+                await aborted_upload(port, context, out)
+
+        await asyncio.gather(*(one(i) for i in range(args.aborted)))
+
+    timeout = aiohttp.ClientTimeout(total=30)
+
+    async def random_all() -> None:
+        connector = aiohttp.TCPConnector(ssl=context, limit=CONNECTIONS)
+        pause = args.seconds * 0.8 / max(1, args.random_paths)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+            async def one(i: int) -> None:
+                await asyncio.sleep(i * pause)
+                try:
+                    async with session.post(f"https://127.0.0.1:{port}/{uuid.uuid4().hex}", data=b"{}") as resp:
+                        await resp.read()
+                        out.random_codes[str(resp.status)] += 1
+                except (aiohttp.ClientError, TimeoutError) as exc:
+                    out.random_codes[type(exc).__name__] += 1
+
+            await asyncio.gather(*(one(i) for i in range(args.random_paths)))
+
+    async def big_all() -> None:
+        body = big_review(0)
+        connector = aiohttp.TCPConnector(ssl=context, limit=args.big_clients)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+            async def client() -> None:
+                for _ in range(args.big_requests):
+                    if loop.time() >= until:
+                        return
+                    sent = loop.time()
+                    try:
+                        async with session.post(f"https://127.0.0.1:{port}/validate/kueue/workloads", data=body) as r:
+                            await r.read()
+                            out.big_codes[str(r.status)] += 1
+                    except (aiohttp.ClientError, TimeoutError) as exc:
+                        out.big_codes[type(exc).__name__] += 1
+                    out.big_latencies.append(loop.time() - sent)
+
+            await asyncio.gather(*(client() for _ in range(args.big_clients)))
+
+    await asyncio.gather(slow_all(), aborted_all(), random_all(), big_all())
+    return out
+
+
+# -- observers ------------------------------------------------------------------------------------------------
+
+
+def _micro(value: str) -> float:
+    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.UTC).timestamp()
+
+
+def _lease_watch(state_dir: str, path: str, stop: Any, results: Any) -> None:
+    """In a process of its own (a starved poller would see gaps that are not there): every renewTime seen."""
+    cluster = LocalCluster(Path(state_dir))
+    cluster.load()
+    client = LocalClient(cluster, timeout=5)
+    renewals: list[tuple[str, float]] = []
+    errors = 0
+    while not stop.wait(0.25):
+        try:
+            spec = client.get(path).get("spec") or {}
+        except (ApiError, OSError):
+            errors += 1
+            continue
+        seen = (str(spec.get("holderIdentity") or ""), _micro(spec["renewTime"]) if spec.get("renewTime") else 0.0)
+        if not renewals or renewals[-1] != seen:
+            renewals.append(seen)
+    results.put((renewals, errors, time.time()))
+
+
+class LeaseWatch:
+    """Renewals of the Lease as the API server stored them, their gaps, the holders."""
+
+    def __init__(self, context: Any, cluster: LocalCluster, namespace: str, name: str) -> None:
+        self._stop = context.Event()
+        self._results = context.Queue()
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
+        self._process = context.Process(
+            target=_lease_watch, args=(str(cluster.state_dir), path, self._stop, self._results), name="lease-watch"
+        )
+        self.gaps: list[float] = []
+        self.holders: list[str] = []
+        self.errors = 0
+
+    def start(self) -> None:
+        self._process.start()
+
+    def finish(self) -> None:
+        self._stop.set()
+        renewals, self.errors, ended = self._results.get(timeout=30)
+        self._process.join(10)
+        times = [t for _, t in renewals if t]
+        self.gaps = [b - a for a, b in itertools.pairwise(times)] + ([ended - times[-1]] if times else [])
+        for holder, _ in renewals:
+            if not self.holders or self.holders[-1] != holder:
+                self.holders.append(holder)
+
+    @property
+    def missed(self) -> int:
+        # A renewal is due every retry period; a gap of k periods (with 0.5 s of slack) misses k - 1.
+        return sum(max(0, int((gap - 0.5) // RETRY_PERIOD_S)) for gap in self.gaps)
+
+
+class RssWatch(threading.Thread):
+    def __init__(self, pid: int) -> None:
+        super().__init__(name="rss-watch", daemon=True)
+        self._pid = pid
+        self.stop = threading.Event()
+        self.peak = 0.0
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            self.peak = max(self.peak, tree_rss_mb(self._pid))
+
+
+def scrape(url: str) -> tuple[int, int, float]:
+    """(series, bytes, seconds) of one /metrics scrape."""
+    started = time.monotonic()
+    with urllib.request.urlopen(url, timeout=60) as response:
+        text = response.read().decode()
+    seconds = time.monotonic() - started
+    series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    return series, len(text), seconds
+
+
+def metric_sum(text: str, name: str) -> float:
+    return sum(float(v) for v in re.findall(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.e+-]+)$", text, re.MULTILINE))
+
+
+def wait_leading(turnstile: LocalTurnstile, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            text = turnstile.metrics()
+        except OSError:  # still starting, or too busy to answer this once
+            time.sleep(0.5)
+            continue
+        if 'replica_role="leader"' in text and metric_sum(text, "kueue_admission_attempts_total") >= 1:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("Turnstile did not lead and run a pass in time")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+# -- the run --------------------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    with tempfile.TemporaryDirectory(prefix="turnstile-soak-", dir=base) as tmp:
+        cluster = LocalCluster(Path(tmp) / "cluster")
+        turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", config={"leaderElection": LEASE})
+        try:
+            print("starting the control plane...", file=sys.stderr)
+            cluster.start()
+            client = LocalClient(cluster)
+            load_seconds = load_backlog(client, args.pending)
+            print(f"created {args.pending} Workloads in {load_seconds:.0f}s; starting Turnstile...", file=sys.stderr)
+            started = time.monotonic()
+            turnstile.start(register=False, timeout=600)
+            wait_leading(turnstile, 600)
+            ready_seconds = time.monotonic() - started
+            assert turnstile.process is not None
+            pid = turnstile.process.pid
+            time.sleep(5)  # let the first passes' writes settle a little
+            before_text = turnstile.metrics()
+            rss_before = tree_rss_mb(pid)
+            main_before = rss_mb(pid)
+            tree = processes(pid)
+            cpu_before = {p: cpu_seconds(p) for p in tree}
+            series_before, _, _ = scrape(turnstile.metrics_url)
+            context = multiprocessing.get_context("spawn")
+            lease = LeaseWatch(context, cluster, "turnstile-system", "turnstile.x-k8s.io")
+            rss = RssWatch(pid)
+            lease.start()
+            rss.start()
+
+            print(f"soak for {args.seconds:.0f}s...", file=sys.stderr)
+            results = context.Queue()
+            ca = turnstile.ca_pem.decode()
+            valid = context.Process(target=_valid_load, args=(turnstile.port, ca, args.rate, args.seconds, results))
+            valid.start()
+            attacked = asyncio.run(attacks(turnstile.port, ca, args))
+            latencies, outcomes = results.get(timeout=args.seconds + 120)
+            valid.join(timeout=30)
+            during_text = turnstile.metrics()
+            time.sleep(args.settle)
+            rss.stop.set()
+            lease.finish()
+            rss.join()
+            rss_after = tree_rss_mb(pid)
+            main_after = rss_mb(pid)
+            cpu_used = {p: cpu_seconds(p) - before for p, before in cpu_before.items()}
+            series_after, page_bytes, scrape_seconds = scrape(turnstile.metrics_url)
+            alive = turnstile.process.poll() is None
+
+            passes = metric_sum(during_text, "kueue_admission_attempt_duration_seconds_count") - metric_sum(
+                before_text, "kueue_admission_attempt_duration_seconds_count"
+            )
+            pass_seconds = metric_sum(during_text, "kueue_admission_attempt_duration_seconds_sum") - metric_sum(
+                before_text, "kueue_admission_attempt_duration_seconds_sum"
+            )
+            log_text = turnstile.log_file.read_text(errors="replace")
+            lost = len(re.findall(r"could not renew Lease|lost the Lease", log_text))
+            holders = [h for h in lease.holders if h]
+            ok = outcomes.get("200", 0)
+            errors = sum(n for k, n in outcomes.items() if k != "200")
+            over = sum(1 for x in latencies if x > WEBHOOK_TIMEOUT_S)
+            print(f"machine: {machine()}")
+            print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; Turnstile commit: {_commit()}")
+            print(
+                f"backlog: {args.pending} pending Workloads in {QUEUES} ClusterQueues (loaded in {load_seconds:.0f}s; "
+                f"Turnstile leading after {ready_seconds:.0f}s)"
+            )
+            print(
+                f"soak: {args.seconds:.0f}s; {args.rate} valid reviews/s; {args.slow} slow connections; "
+                f"{args.aborted} aborted 3 MiB bodies; {args.random_paths} random paths; {args.big_clients} clients "
+                f"posting 1.5 MiB reviews"
+            )
+            print(
+                f"valid reviews: {len(latencies)} sent, {ok} answered 200; p50 {ms(percentile(latencies, 0.5))}, "
+                f"p99 {ms(percentile(latencies, 0.99))}, max {ms(max(latencies))}; "
+                f"{over} over the {WEBHOOK_TIMEOUT_S:.0f} s webhook timeout; errors {errors} {dict(outcomes)}"
+            )
+            big = attacked.big_latencies
+            print(
+                f"1.5 MiB reviews: {len(big)} answered {dict(attacked.big_codes)}"
+                + (f", p50 {ms(percentile(big, 0.5))}, max {ms(max(big))}" if big else "")
+            )
+            closes = attacked.slow_close_seconds
+            print(
+                f"slow connections: {attacked.slow_closed_by_server} of {args.slow} closed by the server"
+                + (f" (median after {percentile(closes, 0.5):.1f}s)" if closes else "")
+                + f", {attacked.slow_refused} refused"
+            )
+            print(f"aborted uploads: {attacked.aborted_sent} sent and abandoned, {attacked.aborted_failed_early} cut "
+                  f"short by the server")  # fmt: skip
+            print(f"random paths: {dict(attacked.random_codes)}")
+            print(
+                f"RSS (Turnstile and its children): before {rss_before:.0f} MB, peak during {rss.peak:.0f} MB, after "
+                f"{args.settle:.0f}s {rss_after:.0f} MB ({(rss_after / rss_before - 1) * 100:+.0f}% of before)"
+            )
+            print(
+                f"RSS of the webhook process alone: before {main_before:.0f} MB, after {main_after:.0f} MB; CPU "
+                f"seconds over the soak and settle: "
+                + ", ".join(f"{tree[p]} {p} {cpu_used[p]:.1f}" for p in sorted(cpu_used))
+            )
+            print(
+                f"metric series: {series_before} before, {series_after} after; /metrics {page_bytes / 1e6:.2f} MB, "
+                f"scraped in {scrape_seconds:.2f}s"
+            )
+            print(
+                f"scheduling passes during the soak: {passes:.0f}"
+                + (f", {pass_seconds / passes * 1000:.0f} ms each" if passes else "")
+            )
+            print(
+                f"Lease: {len(lease.gaps)} renewals seen, longest gap {max(lease.gaps, default=0):.1f}s, "
+                f"{lease.missed} renewals missed; holders {len(set(holders))}; losses {lost + (0 if alive else 1)} "
+                f"(process {'alive' if alive else f'exited {turnstile.process.returncode}'})"
+            )
+            return 0
+        finally:
+            if turnstile.process is not None and turnstile.process.poll() is not None:
+                print(f"Turnstile exited with {turnstile.process.returncode}; the end of its log:", file=sys.stderr)
+                print(turnstile.log_file.read_text()[-3000:], file=sys.stderr)
+            turnstile.stop()
+            cluster.stop()
+
+
+def _commit() -> str:
+    head = Path(__file__).resolve().parent.parent / ".git"
+    try:
+        import subprocess
+
+        done = subprocess.run(
+            ["git", "-C", str(head.parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        )
+        return done.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--pending", type=int, default=50_000, help="pending Workloads in the backlog")
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of the soak")
+    parser.add_argument("--rate", type=int, default=200, help="valid reviews per second")
+    parser.add_argument("--slow", type=int, default=300, help="slow connections")
+    parser.add_argument("--aborted", type=int, default=500, help="aborted 3 MiB uploads")
+    parser.add_argument("--random-paths", type=int, default=20_000, help="POSTs to random paths")
+    parser.add_argument("--big-clients", type=int, default=8, help="clients posting 1.5 MiB reviews")
+    parser.add_argument("--big-requests", type=int, default=40, help="1.5 MiB reviews per client at most")
+    parser.add_argument("--settle", type=float, default=20.0, help="seconds after the soak before RSS is read")
+    args = parser.parse_args()
+    sys.exit(run(args))
+
+
+if __name__ == "__main__":
+    main()

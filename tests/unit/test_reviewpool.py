@@ -1,0 +1,79 @@
+"""Large reviews answered in a worker process give the same answer as on the serving loop, with the cluster
+questions answered from this process's view."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator
+
+import orjson
+import pytest
+
+from tests.unit.admission.builders import NAMESPACE, make_job, review_body
+from webhook.admission import answering
+from webhook.admission.endpoints import ENDPOINTS
+from webhook.admission.options import AdmissionOptions
+from webhook.admission.view import StaticView
+from webhook.api import constants as c
+from webhook.reviewpool import TOO_MANY, ReviewPool
+
+pytestmark = pytest.mark.timeout(60)
+
+MUTATE_JOB = next(e for e in ENDPOINTS if e.path == "/mutate/batch/v1/jobs")
+
+
+@pytest.fixture
+def view() -> StaticView:
+    # The default LocalQueue exists: the mutation of a job without a queue reads the view to default it.
+    return StaticView(local_queues={(NAMESPACE, c.DEFAULT_LOCAL_QUEUE)})
+
+
+@pytest.fixture
+async def pool(view: StaticView) -> AsyncIterator[ReviewPool]:
+    workers = ReviewPool(options=AdmissionOptions(manage_jobs_without_queue_name=True), view=view, max_waiting=1)
+    await workers.start()
+    yield workers
+    await workers.close()
+
+
+def _big_job_review() -> bytes:
+    job = make_job(queue=None)
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": f"V{i}", "value": "x" * 100} for i in range(3000)
+    ]
+    return orjson.dumps(review_body(job))
+
+
+async def test_the_worker_answers_as_the_loop_would_and_bounds_its_queue(pool: ReviewPool, view: StaticView) -> None:
+    body = _big_job_review()
+    assert len(body) > 128 * 1024
+    options = AdmissionOptions(manage_jobs_without_queue_name=True)
+    expected = answering.answer(MUTATE_JOB, body, view, options)
+    got = await pool.answer(MUTATE_JOB, body)
+    assert got == expected
+    response = orjson.loads(got[1])["response"]
+    assert response["allowed"] is True
+    # The default queue is there only because the worker asked this process's view, over the pipe.
+    assert f'queue-name":"{c.DEFAULT_LOCAL_QUEUE}"'.encode() in base64.b64decode(response["patch"])
+    assert pool.answered == 1
+
+    status, malformed = await pool.answer(MUTATE_JOB, b"[" * 200_000)
+    assert status == 400
+    assert "reason" in orjson.loads(malformed)
+
+    # One judged at a time, one waiting (max_waiting=1): the others are refused at once, not queued.
+    results = await asyncio.gather(*(pool.answer(MUTATE_JOB, body) for _ in range(4)))
+    codes = sorted(status for status, _ in results)
+    assert TOO_MANY in codes
+    assert codes.count(200) >= 2
+
+
+async def test_a_dead_worker_is_replaced(pool: ReviewPool) -> None:
+    (process,) = pool.processes
+    process.kill()
+    process.join(5)
+    status, _ = await pool.answer(MUTATE_JOB, _big_job_review())
+    assert status == 503
+    status, _ = await pool.answer(MUTATE_JOB, _big_job_review())
+    assert status == 200

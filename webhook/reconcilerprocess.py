@@ -1,0 +1,307 @@
+"""The reconciler part of ``turnstile run`` in a process of its own, restarted by the webhook process when it ends.
+
+Owns: ``ReconcilerProcess`` (the parent side: start, relay, restart with backoff, stop) and ``child_main`` (the
+child: the full watch-fed cache, leader election on its own thread, the reconciler while leading).
+
+Why a process: the scheduler, the writers and their cache are CPU-heavy Python (a pass over 50,000 pending
+Workloads, a 100 MB list decode on a re-list); on the webhook's interpreter every one of those milliseconds is a
+millisecond no review is answered. In a process of its own the kernel shares the cores between the two, and a
+stall, a crash or a lost Lease ends the reconciler only: the webhooks keep serving while a fresh reconciler (new
+identity, new cache, nothing half-done carried over) starts and campaigns again.
+
+The child never outlives the parent: the kernel kills it when the parent dies (``PR_SET_PDEATHSIG``), and it stops
+when the pipe to the parent closes. Through the pipe it sends its replica role when it changes and its metric
+families once a second, which the parent's ``/metrics`` shows beside its own. Must not: serve webhooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Final
+
+from webhook.metrics import Metrics
+
+if TYPE_CHECKING:
+    from webhook.runner import RunOptions
+
+log = logging.getLogger(__name__)
+
+EXIT_LOST_LEASE: Final = 3
+RELAY_SECONDS: Final = 1.0
+# The reconciler is throughput work and the webhooks latency work: its event loop thread runs at nice 10, so when
+# the cores are short the kernel runs the webhook process first. Measured on the saturated 2-core machine: with
+# the reconciler not niced it took 21 CPU-seconds to the webhook process's 11, and valid reviews waited 10 s; at
+# nice 10 every one was answered (p50 0.45 s). Niceness is per thread on Linux: the Lease thread, started before,
+# keeps nice 0, so renewals do not starve behind the scheduler.
+RECONCILER_NICENESS: Final = 10
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Asks the kernel to SIGKILL this process when its parent dies (Linux); exits at once if it already has."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+class ReconcilerProcess:
+    """Parent side. ``run`` keeps one child running until cancelled; ``stop`` ends it gracefully."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        metrics: Metrics,
+        *,
+        log_level: str = "INFO",
+        json_logs: bool = True,
+        backoff: tuple[float, float] = (1.0, 30.0),
+    ) -> None:
+        self._options = options
+        self._metrics = metrics
+        self._log_level = log_level
+        self._json_logs = json_logs
+        self._backoff = backoff
+        self._context = multiprocessing.get_context("spawn")
+        self._process: Any = None
+        self._conn: Connection | None = None
+        self.restarts = 0
+        self.role = "follower"
+        self._stopping = False
+
+    @property
+    def child(self) -> Any:
+        """The current child process (a ``multiprocessing`` process), None before the first start."""
+        return self._process
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    async def run(self) -> None:
+        delay = self._backoff[0]
+        while True:
+            started = time.monotonic()
+            code = await self._run_once()
+            self._became("follower")
+            self._metrics.relay([])
+            if self._stopping:
+                return
+            if time.monotonic() - started > 60:
+                delay = self._backoff[0]  # it ran well for a while: this is a new problem, restart at once
+            why = "lost the Lease" if code == EXIT_LOST_LEASE else f"exited with {code}"
+            log.warning("the reconciler process %s; starting a new one in %.0fs", why, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self._backoff[1])
+            self.restarts += 1
+
+    async def _run_once(self) -> int | None:
+        loop = asyncio.get_running_loop()
+        parent_conn, child_conn = self._context.Pipe()
+        # Started from the loop's (main) thread: PR_SET_PDEATHSIG fires when the *thread* that forked exits.
+        process = self._context.Process(
+            target=child_main,
+            args=(self._options, child_conn, os.getpid(), self._log_level, self._json_logs),
+            name="turnstile-reconciler",
+        )
+        process.start()
+        child_conn.close()
+        self._process, self._conn = process, parent_conn
+        log.info("reconciler process started", extra={"pid": process.pid})
+        reader = threading.Thread(target=self._read, args=(parent_conn, loop), name="reconciler-relay", daemon=True)
+        reader.start()
+        await asyncio.to_thread(process.join)  # when cancelled (shutdown), ``stop`` ends the child
+        parent_conn.close()
+        code: int | None = process.exitcode
+        return code
+
+    def _read(self, conn: Connection, loop: asyncio.AbstractEventLoop) -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return
+            with contextlib.suppress(RuntimeError):  # the loop is closing
+                loop.call_soon_threadsafe(self._message, message)
+
+    def _message(self, message: tuple[str, Any]) -> None:
+        kind, value = message
+        if kind == "role":
+            self._became(value)
+        elif kind == "metrics":
+            self._metrics.relay(value)
+
+    def _became(self, role: str) -> None:
+        self.role = role
+        self._metrics.set_replica_role("leader" if role == "leader" else "follower")
+
+    async def stop(self, grace: float = 15.0) -> None:
+        """Asks the child to release the Lease and exit; kills it if it does not within ``grace`` seconds."""
+        self._stopping = True
+        process, conn = self._process, self._conn
+        if process is None or not process.is_alive():
+            return
+        if conn is not None:
+            with contextlib.suppress(OSError, ValueError):
+                conn.send(("stop", None))
+        await asyncio.to_thread(process.join, grace)
+        if process.is_alive():
+            log.warning("the reconciler process did not stop in %.0fs; killing it", grace)
+            process.kill()
+            await asyncio.to_thread(process.join, 5.0)
+
+
+# -- the child ----------------------------------------------------------------------------------------------
+
+
+def child_main(options: RunOptions, conn: Connection, parent: int, log_level: str, json_logs: bool) -> None:
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C goes to the parent, which stops us
+    from webhook import logs
+
+    logs.configure(log_level, json=json_logs)
+    from webhook.controller.leader import LostLeadership
+
+    try:
+        asyncio.run(_child(options, conn))
+    except LostLeadership as exc:
+        log.error("reconciler stopping: %s", exc)
+        sys.exit(EXIT_LOST_LEASE)
+    except Exception as exc:
+        log.critical("reconciler stopped: %s", exc, exc_info=True)
+        sys.exit(1)
+
+
+async def _child(options: RunOptions, conn: Connection) -> None:
+    from webhook.controller.events import EventRecorder
+    from webhook.controller.leader import LeaseConfig, LeaseThread
+    from webhook.controller.reconciler import Reconciler
+    from webhook.controller.supervisor import Supervisor
+    from webhook.controller.watches import build_cache, start_watches, watch_specs
+    from webhook.kube.apiserver import ApiServerKube
+
+    loop = asyncio.get_running_loop()
+    config = options.config
+    identity = f"{options.identity or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+    metrics = Metrics(replica_role="follower")
+    stop = asyncio.Event()
+    lost: asyncio.Future[None] = loop.create_future()
+
+    def send(message: tuple[str, Any]) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            conn.send(message)
+
+    def listen() -> None:  # the parent says stop, or goes away
+        with contextlib.suppress(EOFError, OSError):
+            while conn.recv()[0] != "stop":
+                pass
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=listen, name="parent-pipe", daemon=True).start()
+    # A SIGTERM sent to the whole process group (a terminal, a container runtime) is the parent's to handle: here
+    # it only means "stop cleanly", never "die holding the Lease".
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+    def make_kube() -> ApiServerKube:
+        return ApiServerKube(kubeconfig=options.kubeconfig, in_cluster=options.kubeconfig is None)
+
+    async with make_kube() as kube, Supervisor() as supervisor, contextlib.AsyncExitStack() as stack:
+        specs = watch_specs(config.frameworks)  # only the enabled job kinds are watched
+        cache = build_cache(specs)
+        start_watches(kube, cache, supervisor, specs=specs)
+        if options.visibility_port is not None:
+            # Served by every replica from this process's cache: the pending lists and positions need all
+            # Workloads and queues, which the webhook process does not hold.
+            from webhook.visibility.listener import start_visibility
+
+            await start_visibility(
+                stack,
+                supervisor,
+                kube=kube,
+                cache=cache,
+                cert_file=options.cert_file,
+                key_file=options.key_file,
+                host=options.visibility_host,
+                port=options.visibility_port,
+            )
+        reconciler = Reconciler(
+            kube,
+            cache,
+            namespaces=config.namespace_policy(),
+            metrics=metrics,
+            events=EventRecorder(kube, host=identity),
+            wait_for_pods_ready=config.wait_for_pods_ready,
+            manage_jobs_without_queue_name=config.manage_jobs_without_queue_name,
+            frameworks=config.frameworks,
+            fair_sharing=config.fair_sharing,
+            admission_fair_sharing=config.admission_fair_sharing,
+        )
+
+        def leading() -> None:
+            metrics.set_replica_role("leader")
+            send(("role", "leader"))
+            supervisor.spawn(reconciler.run(), name="reconciler")
+
+        def lose(exc: BaseException) -> None:
+            if not lost.done():
+                lost.set_exception(exc)
+
+        lease = config.leader_election
+        elector: LeaseThread | None = None
+        if lease.leader_elect:
+            elector = LeaseThread(
+                make_kube,
+                LeaseConfig(
+                    namespace=config.namespace,
+                    name=lease.resource_name,
+                    lease_duration=lease.lease_duration_seconds,
+                    renew_deadline=lease.renew_deadline_seconds,
+                    retry_period=lease.retry_period_seconds,
+                ),
+                identity=identity,
+                on_leading=leading,
+                on_lost=lose,
+            )
+            elector.start()
+        else:
+            leading()
+        # After the Lease thread started (it keeps nice 0): this thread and the threads it starts from now on.
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECONCILER_NICENESS)
+
+        async def relay() -> None:
+            while True:
+                send(("metrics", metrics.families()))
+                await asyncio.sleep(RELAY_SECONDS)
+
+        supervisor.spawn(relay(), name="metrics-relay")
+        waits: dict[str, asyncio.Future[Any]] = {
+            "stop": asyncio.ensure_future(stop.wait()),
+            "crash": asyncio.ensure_future(supervisor.wait()),
+            "lost": lost,
+        }
+        try:
+            await asyncio.wait(waits.values(), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for future in waits.values():
+                future.cancel()
+            await supervisor.close()  # the reconciler stops writing before the Lease is given up
+            if elector is not None:
+                await elector.stop()
+        for name in ("lost", "crash"):
+            future = waits[name]
+            if future.done() and not future.cancelled() and future.exception() is not None:
+                raise future.exception()  # type: ignore[misc]
