@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 from webhook.metrics import Metrics
 
 if TYPE_CHECKING:
-    from webhook.runner import RunOptions
+    from webhook.runoptions import RunOptions
 
 log = logging.getLogger(__name__)
 

@@ -17,36 +17,19 @@ import logging
 import os
 import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from webhook.config import Config, ConfigError, load_config
+from webhook.config import ConfigError, load_config
 from webhook.controller.supervisor import Supervisor
 from webhook.controller.webhookwatches import build_webhook_cache, start_webhook_watches
 from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics, serving
 from webhook.reconcilerprocess import ReconcilerProcess
 from webhook.reviewpool import ReviewPool
+from webhook.runoptions import RunOptions
 from webhook.server import AdmissionServer
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    config: Config
-    cert_file: Path
-    key_file: Path
-    kubeconfig: Path | None = None
-    host: str = ""
-    port: int = 9443
-    metrics_host: str = ""
-    metrics_port: int | None = 8080  # None: no metrics endpoint
-    reconcile: bool = True  # False: webhook only (`turnstile serve`)
-    visibility_host: str = ""
-    visibility_port: int | None = None  # None: no visibility API listener
-    identity: str = ""
-    review_workers: int = 1  # processes answering reviews over routes.OFFLOAD_BYTES; 0: all on the serving loop
 
 
 def _split_address(address: str) -> tuple[str, int | None]:

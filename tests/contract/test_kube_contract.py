@@ -316,14 +316,18 @@ async def test_finalizers_hold_deletion_until_removed(side: Side) -> None:
 async def test_deleting_an_owner_collects_or_orphans_its_dependents(
     side: Side, policy: Any, dependent_survives: bool
 ) -> None:
+    # The dependent is a ConfigMap: kube-controller-manager's garbage collector watches built-in kinds from its
+    # start, while it discovers custom resources (a Workload) only on its periodic resync, up to 30 s later.
     owner = await side.kube.create(JOB, job(), namespace=side.ns)
     reference = {"apiVersion": "batch/v1", "kind": "Job", "name": "job", "uid": owner["metadata"]["uid"]}
-    await side.kube.create(WORKLOAD, workload(ownerReferences=[reference]), namespace=side.ns)
+    dependent_body = config_map("wl")
+    dependent_body["metadata"]["ownerReferences"] = [reference]
+    await side.kube.create(CONFIG_MAP, dependent_body, namespace=side.ns)
     await side.kube.delete(JOB, "job", namespace=side.ns, propagation_policy=policy)
 
     async def settled() -> bool:
         try:
-            dependent = await side.kube.get(WORKLOAD, "wl", namespace=side.ns)
+            dependent = await side.kube.get(CONFIG_MAP, "wl", namespace=side.ns)
         except errors.NotFound:
             return not dependent_survives
         return dependent_survives and not dependent["metadata"].get("ownerReferences")

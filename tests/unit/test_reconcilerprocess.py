@@ -11,7 +11,7 @@ import yaml
 from webhook.config import load_config
 from webhook.metrics import Metrics
 from webhook.reconcilerprocess import ReconcilerProcess
-from webhook.runner import RunOptions
+from webhook.runoptions import RunOptions
 
 pytestmark = pytest.mark.timeout(60)
 
