@@ -46,7 +46,7 @@ from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import Priority, resolve
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object
+from webhook.kube.objects import Object, ObjectKey
 from webhook.kube.resources import WORKLOAD
 from webhook.logs import object_fields
 
@@ -204,10 +204,23 @@ class JobSync:
         return workload
 
     def _owned_by_managed_parent(self, job: Mapping[str, Any]) -> bool:
-        for owner in (job.get("metadata") or {}).get("ownerReferences") or []:
+        """Its controller is an object of a managed kind that exists, so that object's Workload covers it.
+
+        The reference alone is not trusted: whoever creates the Job writes it, and one naming a JobSet that does
+        not exist (or a uid not the JobSet's) would let the Job run outside any quota. Kinds managed through
+        their pods are not watched here, so they never vouch for a Job.
+        """
+        meta = job.get("metadata") or {}
+        for owner in meta.get("ownerReferences") or []:
             if owner.get("controller"):
                 group = str(owner.get("apiVersion", "")).rpartition("/")[0]
-                return registry.by_kind(group, str(owner.get("kind", "")), self._frameworks) is not None
+                adapter = registry.by_kind(group, str(owner.get("kind", "")), self._frameworks)
+                if adapter is None or adapter.managed_through_pods:
+                    return False
+                parent = self._cache.get(
+                    resource_of(adapter), ObjectKey(meta.get("namespace", ""), str(owner.get("name", "")))
+                )
+                return parent is not None and (parent.get("metadata") or {}).get("uid") == owner.get("uid")
         return False
 
     def _admission_mismatch(self, job: Object, workload: Object, defaults: PodDefaults) -> str | None:

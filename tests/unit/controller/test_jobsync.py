@@ -9,8 +9,8 @@ from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_flavor, make_job
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
-from webhook.controller.watches import build_cache
-from webhook.jobs import batch_job
+from webhook.controller.watches import build_cache, resource_of, watch_specs
+from webhook.jobs import batch_job, registry
 from webhook.jobs import workload as wl_life
 from webhook.jobs.podset import podset_infos
 from webhook.kube import resources as r
@@ -229,3 +229,47 @@ async def test_an_unlabelled_job_older_than_the_default_queue_is_left_alone() ->
     cache.replace(r.LOCAL_QUEUE, [lq])
     await sync.sync(job, NOW)
     assert (await kube.get(r.JOB, "old", namespace="team-a"))["spec"]["suspend"] is False
+
+
+async def test_a_job_whose_controller_reference_names_a_jobset_that_does_not_exist_is_queued_itself() -> None:
+    # An ordinary user writes the ownerReference: a made-up managed parent must not exempt the Job from quota.
+    kube = FakeKube(clock=lambda: NOW)
+    cache = build_cache(watch_specs({"batch/job", "jobset.x-k8s.io/jobset"}))
+    sync = JobSync(kube, cache, events=EventRecorder(kube), frameworks=frozenset({"jobset.x-k8s.io/jobset"}))
+    fake_parent = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "name": "nowhere",
+        "uid": "uid-not-a-jobset",
+        "controller": True,
+    }
+    body = make_job("escape", suspend=False)
+    body["metadata"]["ownerReferences"] = [fake_parent]
+    job = await kube.create(r.JOB, body)
+
+    await sync.sync(job, NOW)  # first pass: its own Workload
+    assert len(kube.objects(r.WORKLOAD)) == 1
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await sync.sync(await kube.get(r.JOB, "escape", namespace="team-a"), NOW)  # next: stopped, not admitted
+
+    stopped = await kube.get(r.JOB, "escape", namespace="team-a")
+    assert stopped["spec"]["suspend"] is True, "running without an admitted Workload: suspended"
+
+
+async def test_a_job_of_an_existing_managed_jobset_is_left_to_its_parent() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    cache = build_cache(watch_specs({"batch/job", "jobset.x-k8s.io/jobset"}))
+    sync = JobSync(kube, cache, events=EventRecorder(kube), frameworks=frozenset({"jobset.x-k8s.io/jobset"}))
+    jobsets = resource_of(registry.by_kind("jobset.x-k8s.io", "JobSet", {"jobset.x-k8s.io/jobset"}))  # type: ignore[arg-type]
+    parent = {"metadata": {"name": "js", "namespace": "team-a", "uid": "uid-js"}, "spec": {"replicatedJobs": []}}
+    cache.replace(jobsets, [parent])
+    body = make_job("child", queue=None, suspend=False)
+    body["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "uid-js", "controller": True}
+    ]
+    job = await kube.create(r.JOB, body)
+
+    await sync.sync(job, NOW)
+
+    assert (await kube.get(r.JOB, "child", namespace="team-a"))["spec"]["suspend"] is False
+    assert kube.objects(r.WORKLOAD) == []
