@@ -56,6 +56,27 @@ def owned_by_managed_parent(obj: Mapping[str, Any], options: AdmissionOptions) -
     return options.manages_kind(objects.api_group(owner.get("apiVersion")), str(owner.get("kind", "")))
 
 
+def default_labels(
+    patch: Patch, obj: Mapping[str, Any], namespace: str, view: ClusterView, options: AdmissionOptions
+) -> bool:
+    """The label defaults every managed kind gets on creation; False when the object is not queued at all.
+
+    The queue defaults to the namespace's LocalQueue "default" when there is one; without a queue the object is
+    managed only under ``manageJobsWithoutQueueName``. The priority class defaults to the WorkloadPriorityClass
+    "default" when it exists.
+    """
+    labels = objects.labels_of(obj)
+    queue = labels.get(c.QUEUE_NAME_LABEL, "")
+    if not queue and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
+        queue = c.DEFAULT_LOCAL_QUEUE
+        patch.set_entry(("metadata", "labels"), c.QUEUE_NAME_LABEL, queue)
+    if not queue and not options.manage_jobs_without_queue_name:
+        return False
+    if c.PRIORITY_CLASS_LABEL not in labels and view.has_workload_priority_class(c.DEFAULT_PRIORITY_CLASS):
+        patch.set_entry(("metadata", "labels"), c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
+    return True
+
+
 def namespace_is_managed(namespace: str, view: ClusterView, options: AdmissionOptions) -> bool:
     return options.namespaces.is_managed(namespace, view.namespace_labels(namespace))
 
@@ -119,17 +140,9 @@ class JobPolicy:
         if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(job, options):
             return ALLOW
         patch = Patch(job)
-        labels = objects.labels_of(job)
-        queue = labels.get(c.QUEUE_NAME_LABEL, "")
-        # 1. Default the queue to the namespace's LocalQueue "default", when there is one.
-        if not queue and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
-            queue = c.DEFAULT_LOCAL_QUEUE
-            patch.set_entry(("metadata", "labels"), c.QUEUE_NAME_LABEL, queue)
-        if not queue and not options.manage_jobs_without_queue_name:
+        # 1-2. The queue and priority class defaults.
+        if not default_labels(patch, job, namespace, view, options):
             return ALLOW
-        # 2. Default the priority class when a WorkloadPriorityClass "default" exists.
-        if c.PRIORITY_CLASS_LABEL not in labels and view.has_workload_priority_class(c.DEFAULT_PRIORITY_CLASS):
-            patch.set_entry(("metadata", "labels"), c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
         # 3. Stamp the Workload's name, so the link is visible before the reconciler creates it.
         name = objects.name(job)
         if name:

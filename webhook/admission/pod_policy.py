@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.admission import names, objects
 from webhook.admission.fielderror import FieldError, forbidden, immutable, invalid, key, required
-from webhook.admission.job_policy import namespace_is_managed, owned_by_managed_parent
+from webhook.admission.job_policy import default_labels, namespace_is_managed, owned_by_managed_parent
 from webhook.admission.options import POD_FRAMEWORK, AdmissionOptions
 from webhook.admission.patch import Patch
 from webhook.admission.review import Request
@@ -49,15 +49,8 @@ def mutate(request: Request, view: ClusterView, options: AdmissionOptions) -> Ve
     if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(pod, options):
         return ALLOW
     patch = Patch(pod)
-    labels = objects.labels_of(pod)
-    queue = labels.get(c.QUEUE_NAME_LABEL, "")
-    if not queue and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
-        queue = c.DEFAULT_LOCAL_QUEUE
-        patch.set_entry(("metadata", "labels"), c.QUEUE_NAME_LABEL, queue)
-    if not queue and not options.manage_jobs_without_queue_name:
+    if not default_labels(patch, pod, namespace, view, options):
         return ALLOW
-    if c.PRIORITY_CLASS_LABEL not in labels and view.has_workload_priority_class(c.DEFAULT_PRIORITY_CLASS):
-        patch.set_entry(("metadata", "labels"), c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
     patch.set_entry(("metadata", "labels"), c.MANAGED_LABEL, "true")
     name, group = objects.name(pod), group_name(pod)
     if name or group:
