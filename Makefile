@@ -82,3 +82,9 @@ bench-conversion: $(STAMP) controlplane
 .PHONY: bench-soak
 bench-soak: $(STAMP) controlplane
 	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.soak
+
+# The long chaos run (300 jobs, five SIGKILL restarts; `make test` runs a shorter one). SEED=n tries another seed.
+.PHONY: bench-chaos
+bench-chaos: $(STAMP) controlplane
+	TURNSTILE_CHAOS_JOBS=300 TURNSTILE_CHAOS_RESTARTS=5 TURNSTILE_CHAOS_SEED=$${SEED:-20260611} \
+	  TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/pytest tests/e2e/test_chaos.py -q -s -p no:randomly

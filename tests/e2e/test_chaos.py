@@ -1,9 +1,9 @@
-"""Chaos: Turnstile is SIGKILLed and restarted at random moments while 300 jobs flow through a cohort.
+"""Chaos: Turnstile is SIGKILLed and restarted at random moments while jobs flow through a cohort.
 
 Five ClusterQueues share one cohort, each with two flavors (on-demand 6 CPU, spot 4 CPU): two may borrow up to
-4 CPU per flavor, two without limit, one not at all. 300 Jobs of mixed sizes (1, 2x1, 3 and 4x2 CPU) are created
+4 CPU per flavor, two without limit, one not at all. ``JOBS`` Jobs of mixed sizes (1, 2x1, 3 and 4x2 CPU) are created
 at a seeded random pace through the API while the package's Turnstile process is killed with SIGKILL and
-restarted five times at seeded random moments (the seed is ``SEED``; a failure names it). A job "runs" for
+restarted ``RESTARTS`` times at seeded random moments (the seed is ``SEED``; a failure names it). A job "runs" for
 ``RUNTIME`` seconds: its pods are marked Succeeded that long after they appear.
 
 Every ~150 ms a sampler reads Jobs, Pods, Workloads and ClusterQueues from the API server at one resourceVersion
@@ -22,6 +22,7 @@ end every Job completes and every Workload is Finished.
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
@@ -50,10 +51,12 @@ from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 
-SEED = 20260611
-JOBS = 300
+# `make test` runs a short storm (120 jobs, three restarts); `make bench-chaos` the long one (300 jobs, five restarts)
+# through these variables, and TURNSTILE_CHAOS_SEED tries another seed.
+SEED = int(os.environ.get("TURNSTILE_CHAOS_SEED", "20260611"))
+JOBS = int(os.environ.get("TURNSTILE_CHAOS_JOBS", "120"))
 QUEUES = 5
-RESTARTS = 5
+RESTARTS = int(os.environ.get("TURNSTILE_CHAOS_RESTARTS", "3"))
 RUNTIME = 1.0  # seconds a job "runs" once its pods exist
 # (weight, parallelism, cpu per pod)
 SIZES = ((50, 1, "1"), (25, 2, "1"), (15, 1, "3"), (10, 4, "2"))
