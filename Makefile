@@ -38,9 +38,12 @@ unit: $(STAMP)
 integration: $(STAMP) controlplane
 	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/pytest tests/integration tests/e2e -q
 
-# Everything CI runs: lint, types, unit and integration tests against the real control plane.
+# Everything CI runs: lint, types, unit and integration tests against the real control plane. The tests run in
+# TEST_WORKERS pytest-xdist workers, each with its own control plane; a module stays on one worker (its fixtures
+# are shared by its tests). TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
 test: $(STAMP) controlplane lint typecheck
-	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/pytest -q
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 # Line coverage of the package from the unit, contract and integration tests (not e2e): the controller is held
 # to 85% (issue 15); e2e runs a separate process and would hide what the in-process tests miss.

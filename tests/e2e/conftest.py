@@ -1,7 +1,8 @@
 """End-to-end fixtures: Turnstile running as a real process in front of the shared control plane.
 
-Package-scoped: the webhook configurations exist only while the e2e tests run, so the schema-level integration
-tests see the API server without Turnstile.
+The e2e tests have a control plane of their own (``cluster`` here overrides the root one), so Turnstile can stay up
+for the whole session: the schema-level integration tests' API server never has its webhooks in front of it, and a
+pytest-xdist worker that moves between e2e and integration modules does not restart Turnstile each time.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.sessioncluster import started_cluster
 from webhook.jobs import registry
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
@@ -29,7 +31,12 @@ def fetched_crds() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    yield from started_cluster(tmp_path_factory, "e2e")
+
+
+@pytest.fixture(scope="session")
 def turnstile(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalTurnstile]:
     # Every integration of the registry is on (the pod one too, so the pod webhooks can be shown; Job pods are left
     # alone, their owner is managed), with the third-party CRDs their kinds need (our own test schemas, and those
