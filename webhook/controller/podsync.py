@@ -1,9 +1,11 @@
 """Keeping plain pods and pod groups in step with their Workload (the pod side of the reconciler).
 
 For each group of managed pods (a single pod is a group of one), in order:
-1. once every pod of the group exists, its Workload is created (owned by all the pods);
+1. once every pod of the group exists (its first one, under fast admission), its Workload is created (owned by
+   all the pods; pods that come later are added as owners);
 2. all pods ended → the Workload finishes (quota released);
-3. admitted → each gated pod loses the admission gate and gains its flavors' node selector and tolerations;
+3. admitted → gated pods, up to each PodSet's count, lose the admission gate and gain the flavors' node selector
+   and tolerations;
 4. evicted → the group's pods that still run are deleted (pods cannot be suspended), then the quota is released.
 Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
@@ -54,11 +56,13 @@ class PodGroupSync:
 
         # 1. The Workload, once the group is complete.
         if workload is None:
-            if not done and len(pods) >= pod_group.total_count(pods):
+            if not done and pod_group.ready_for_workload(pods):
                 await self._create(pods)
             return
         if wl_life.is_finished(workload):
             return
+        if newcomers := pod_group.unowned(pods, workload):
+            workload = await self._adopt(workload, pods, newcomers)
 
         # 2. Finished.
         if done:
@@ -110,9 +114,7 @@ class PodGroupSync:
         except PodSetMergeError as exc:
             await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
             return
-        for pod in pods:
-            if not pod_group.is_gated(pod):
-                continue
+        for pod in pod_group.releasable(pods, workload):
             meta = pod["metadata"]
             try:
                 patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
@@ -124,6 +126,19 @@ class PodGroupSync:
             cq = admission.get("clusterQueue", "")
             await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
         log.debug("pod group released", extra=object_fields(dict(workload)))
+
+    async def _adopt(self, workload: Object, group: Sequence[Object], newcomers: Sequence[Mapping[str, Any]]) -> Object:
+        """The Workload goes only when its last pod goes: pods that joined after it was created own it too
+        (references to pods gone are dropped, so a StatefulSet's replaced pods do not pile up)."""
+        meta = workload["metadata"]
+        present = {(p.get("metadata") or {}).get("uid") for p in group}
+        kept = [o for o in meta.get("ownerReferences") or [] if o.get("uid") in present]
+        owners = [*kept, *(pod_group.owner_ref(p) for p in newcomers)]
+        result = await self._kube.patch(
+            WORKLOAD, meta["name"], {"metadata": {"ownerReferences": owners}}, namespace=meta["namespace"]
+        )
+        self._cache.observe(WORKLOAD, result)
+        return result
 
     async def _write_status(self, workload: Object) -> None:
         result = await self._kube.replace_status(WORKLOAD, workload)
