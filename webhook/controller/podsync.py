@@ -6,8 +6,10 @@ For each group of managed pods (a single pod is a group of one), in order:
 2. all pods ended → the Workload finishes (quota released);
 3. admitted → gated pods, up to each PodSet's count, lose the admission gate and gain the flavors' node selector
    and tolerations;
-4. evicted → the group's pods that still run are deleted (pods cannot be suspended), then the quota is released.
-Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
+4. running without admission (evicted, say) → the group's pods that still run are deleted (pods cannot be
+   suspended), then an evicted Workload's quota is released.
+Steps 2-4 are the state machine every kind shares (``webhook.jobs.steps``, as ``JobSync``'s steps 3-7): only what
+they mean for pods is here. Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from webhook.jobs import pod_group
 from webhook.jobs import workload as wl_life
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import resolve
+from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
@@ -35,7 +38,10 @@ log = logging.getLogger(__name__)
 
 
 class PodGroupSync:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, events: EventRecorder) -> None:
+    def __init__(
+        self, kube: Kube, cache: ClusterCache, *, events: EventRecorder, track_pods_ready: bool = False
+    ) -> None:
+        self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
         self._kube = kube
         self._cache = cache
         self._events = events
@@ -60,28 +66,39 @@ class PodGroupSync:
                 await self._create(pods)
             return
         if wl_life.is_finished(workload):
-            return
+            return  # (the shared state machine would say CLOSED: a pod group has no finalizer to drop)
         if newcomers := pod_group.unowned(pods, workload):
             workload = await self._adopt(workload, pods, newcomers)
 
-        # 2. Finished.
-        if done:
+        # 2-4: the state machine every kind shares (webhook.jobs.steps); gating is how pods are suspended.
+        running = pod_group.running(pods)
+        waiting = any(pod_group.is_gated(p) for p in pods)
+        state = JobState(done=done, waiting=waiting, running=bool(running), active_pods=bool(running))
+        step = next_step(workload, state)
+        if step is Step.FINISH:
+            # 2. Finished.
             message = "All pods succeeded" if succeeded else "Some pods failed"
             await self._write_status(wl_life.finished(workload, succeeded=succeeded, message=message, now=now))
-            return
-
-        # 3. Admitted: ungate.
-        if wl_life.is_admitted(workload) and not wl_life.is_evicted(workload):
+        elif step is Step.RELEASE:
+            # 3. Admitted: ungate.
             await self._release(pods, workload, now)
-            return
-
-        # 4. Evicted: the pods go, then the quota.
-        if wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
-            running = [p for p in pods if not pod_group.is_terminal(p) and not pod_group.is_gated(p)]
+        elif step is Step.TRACK:
+            if self._track_pods_ready:
+                body = wl_life.pods_ready(workload, ready=pod_group.pods_ready(pods, workload), now=now)
+                if body is not None:
+                    await self._write_status(body)
+        elif step is Step.STOP:
+            # 4. Running without admission (evicted, say): the pods go (pods cannot be suspended), then the quota.
             for pod in running:
                 meta = pod["metadata"]
                 with contextlib.suppress(errors.NotFound):
                     await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+            why = "evicted" if wl_life.is_evicted(workload) else "not admitted by a ClusterQueue"
+            for pod in running:
+                await self._events.record(pod, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
+            if wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
+                await self._write_status(wl_life.released(workload, now=now))
+        elif step is Step.GIVE_BACK:
             await self._write_status(wl_life.released(workload, now=now))
 
     async def _create(self, pods: Sequence[Object]) -> None:

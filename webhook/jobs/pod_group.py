@@ -76,6 +76,23 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def running(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The group's pods released and not ended: what holds nodes."""
+    return [p for p in pods if not is_gated(p) and not is_terminal(p)]
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def pods_ready(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> bool:
+    """As many pods ready (or succeeded) as the Workload counts: the group runs as admitted."""
+    wanted = sum(int(ps.get("count") or 0) for ps in (workload.get("spec") or {}).get("podSets") or [])
+    done = [p for p in pods if _ready(p) or (p.get("status") or {}).get("phase") == "Succeeded"]
+    return len(done) >= wanted
+
+
 def finished(pods: Sequence[Mapping[str, Any]]) -> tuple[bool, bool]:
     """(finished, succeeded): every pod of a complete group has ended; succeeded when none failed."""
     if not pods:
