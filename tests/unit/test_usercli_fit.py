@@ -115,3 +115,42 @@ async def test_why_without_permission_to_list_cluster_queues_still_explains(kube
     data = yaml.safe_load(await commands.why(kube, "train", namespace="a", now=NOW, fmt="yaml"))
     assert data["fit"] is None
     assert data["workload"]["position"] == 2
+
+
+async def test_fit_places_a_jobset_as_its_workload_would_be(kube: FakeKube) -> None:
+    await with_flavor(kube)
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "labels": {constants.QUEUE_NAME_LABEL: "user-queue"}},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 2,
+                    "template": {
+                        "spec": {
+                            "parallelism": 2,
+                            "template": {
+                                "spec": {
+                                    "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]
+                                }
+                            },
+                        }
+                    },
+                }
+            ]
+        },
+    }
+    data = json.loads(await commands.fit(kube, yaml.safe_dump(jobset), namespace="a", now=NOW, fmt="json"))
+    assert data["fit"]["verdict"] == "Pending"
+    text = await commands.fit(kube, yaml.safe_dump(jobset), namespace="a", now=NOW)
+    assert text.startswith("JobSet a/js would wait in ClusterQueue cq")
+    assert "needs 4" in text  # 2 replicas x 2 pods x 1 CPU
+
+
+async def test_fit_refuses_a_kind_managed_through_its_pods(kube: FakeKube) -> None:
+    await with_flavor(kube)
+    sts = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s, labels: {kueue.x-k8s.io/queue-name: q}}\n"
+    with pytest.raises(commands.CommandError, match="not a apps/v1 StatefulSet"):
+        await commands.fit(kube, sts, namespace="a", now=NOW)

@@ -18,7 +18,7 @@ from webhook.admission.verdict import Verdict
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
 from webhook.jobs import registry
-from webhook.jobs.adapter import JobAdapter, SuspendableAdapter
+from webhook.jobs.adapter import JobAdapter, PodOwnerAdapter, SuspendableAdapter
 
 Policy = Callable[[Request, ClusterView, AdmissionOptions], Verdict]
 
@@ -50,7 +50,8 @@ def _job_endpoints(adapter: JobAdapter) -> tuple[Endpoint, Endpoint]:
     whole, the pod rules (gate, group) for a kind managed through its pods."""
     kind = adapter.kind
     if adapter.pod_owner:
-        mutate, validate = pod_owner_policy.mutate, pod_owner_policy.validate
+        owner_policy = pod_owner_policy.PodOwnerPolicy(cast(PodOwnerAdapter, adapter))
+        mutate, validate = owner_policy.mutate, owner_policy.validate
     elif adapter.managed_through_pods:
         mutate, validate = pod_policy.mutate, pod_policy.validate
     else:
@@ -67,8 +68,12 @@ def _job_endpoints(adapter: JobAdapter) -> tuple[Endpoint, Endpoint]:
         "framework": adapter.framework,
         "through_pods": adapter.managed_through_pods and not adapter.pod_owner,
     }
+    # A pod owner's template follows its updates (a StatefulSet's group size follows its replicas).
+    mutating_operations = ("CREATE", "UPDATE") if adapter.pod_owner else ("CREATE",)
     return (
-        Endpoint(f"m{short}.turnstile.x-k8s.io", f"/mutate/{route}", mutate, True, operations=("CREATE",), **common),
+        Endpoint(
+            f"m{short}.turnstile.x-k8s.io", f"/mutate/{route}", mutate, True, operations=mutating_operations, **common
+        ),
         Endpoint(
             f"v{short}.turnstile.x-k8s.io",
             f"/validate/{route}",

@@ -23,7 +23,10 @@ class AdmissionOptions:
     trusted_users: frozenset[str] = frozenset()
 
     def manages_kind(self, group: str, kind: str) -> bool:
-        return registry.by_kind(group, kind, self.frameworks) is not None
+        """Whether an enabled integration takes over the objects this kind owns (a pod owner leaves its pods to
+        the pod integration: a StatefulSet's pods are queued as pods)."""
+        adapter = registry.by_kind(group, kind, self.frameworks)
+        return adapter is not None and not adapter.pod_owner
 
     def is_trusted(self, username: str) -> bool:
         return username in self.trusted_users

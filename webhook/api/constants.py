@@ -20,6 +20,10 @@ PODSET_LABEL: Final = "kueue.x-k8s.io/podset"
 POD_GROUP_NAME_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
 POD_GROUP_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
 RETRIABLE_IN_GROUP_ANNOTATION: Final = "kueue.x-k8s.io/retriable-in-group"
+# A group whose Workload is created with its first pod, sized by the total count (StatefulSet pods come one by one).
+POD_GROUP_FAST_ADMISSION_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-fast-admission"
+# A long-running group (serving): its pods are replaced, not finished.
+POD_GROUP_SERVING_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-serving"
 IS_GROUP_WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/is-group-workload"
 JOB_MIN_PARALLELISM_ANNOTATION: Final = "kueue.x-k8s.io/job-min-parallelism"
 STOPPING_ANNOTATION: Final = "kueue.x-k8s.io/stopping"

@@ -21,7 +21,8 @@ per enabled kind. For a job in a managed namespace (below, "Job" is any such kin
 7. once the Job is stopped and restored, an evicted Workload gives its quota back and is requeued.
 Every write carries the resourceVersion read, and its result goes straight into the cache so the next pass
 does not repeat it. A job whose controller owner is itself an enabled kind (a JobSet's Jobs) is left to that
-owner. What to do is decided by the adapter; this module only sequences and writes.
+owner. Steps 3-7 are the state machine all kinds share (``webhook.jobs.steps``, pod groups too); what each step
+means for this kind is the adapter's; this module only sequences and writes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from webhook.jobs.adapter import SuspendableAdapter
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import Priority, resolve
+from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object, ObjectKey
@@ -124,49 +126,49 @@ class JobSync:
         if not wl_life.is_finished(workload):
             workload = await self._refresh_priority(job, workload)
 
-        # 3. Finished.
-        if done:
+        # 3-7: the shared state machine (webhook.jobs.steps); the writes are this kind's.
+        suspended = self._adapter.is_suspended(job)
+        state = JobState(
+            done=done,
+            waiting=suspended,
+            running=not suspended,
+            active_pods=self._adapter.has_active_pods(job),
+            stopping=self._adapter.is_stopping(job),
+        )
+        step = next_step(workload, state)
+        if step is Step.FINISH:
+            # 3. Finished.
             if not wl_life.is_finished(workload):
                 workload = await self._write_status(
                     wl_life.finished(workload, succeeded=succeeded, message=message, now=now)
                 )
                 await self._events.record(job, type="Normal", reason="Finished", message=message, now=now)
             await self._drop_finalizer(workload)
-            return
-        if wl_life.is_finished(workload):
+        elif step is Step.CLOSED:
             await self._drop_finalizer(workload)
-            return
-
-        evicted = wl_life.is_evicted(workload)
-        # 4. Stopped but its template not yet restored: restore it as soon as the API server allows (once the
-        #    Job controller has removed its pods); nothing else happens to the Job before that.
-        if self._adapter.is_stopping(job):
+        elif step is Step.RESTORE:
+            # 4. Stopped but its template not yet restored: restore it as soon as the API server allows (once the
+            #    Job controller has removed its pods); nothing else happens to the Job before that.
             if self._adapter.template_mutable(job):
                 await self._restore(job, workload)
-            return
-
-        # 5. Admitted: release, if the Job still fits what was admitted.
-        if wl_life.is_admitted(workload) and not evicted:
+        elif step in (Step.RELEASE, Step.TRACK):
+            # 5. Admitted: release, if the Job still fits what was admitted.
             mismatch = self._admission_mismatch(job, workload, defaults)
             if mismatch is not None:
                 await self._discard(job, workload, mismatch, now)
-                return
-            if self._adapter.is_suspended(job):
+            elif step is Step.RELEASE:
                 await self._start(job, workload, now)
             elif self._track_pods_ready:
                 body = wl_life.pods_ready(workload, ready=self._adapter.pods_ready(job), now=now)
                 if body is not None:
                     await self._write_status(body)
-            return
-
-        # 6. Not admitted (or evicted) but running: stop.
-        if not self._adapter.is_suspended(job):
+        elif step is Step.STOP:
+            # 6. Not admitted (or evicted) but running: stop.
+            evicted = wl_life.is_evicted(workload)
             why = "evicted: " + _evict_reason(workload) if evicted else "not admitted by a ClusterQueue"
             await self._stop(job, workload, why, now)
-            return
-
-        # 7. Stopped, restored and evicted: give the quota back once no pod of the Job is left running.
-        if evicted and wl_life.holds_quota(workload) and not self._adapter.has_active_pods(job):
+        elif step is Step.GIVE_BACK:
+            # 7. Stopped, restored and evicted: give the quota back once no pod of the Job is left running.
             await self._write_status(wl_life.released(workload, now=now))
 
     # -- steps ----------------------------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 """Keeping plain pods and pod groups in step with their Workload (the pod side of the reconciler).
 
 For each group of managed pods (a single pod is a group of one), in order:
-1. once every pod of the group exists, its Workload is created (owned by all the pods);
+1. once every pod of the group exists (its first one, under fast admission), its Workload is created (owned by
+   all the pods; pods that come later are added as owners);
 2. all pods ended → the Workload finishes (quota released);
-3. admitted → each gated pod loses the admission gate and gains its flavors' node selector and tolerations;
-4. evicted → the group's pods that still run are deleted (pods cannot be suspended), then the quota is released.
-Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
+3. admitted → gated pods, up to each PodSet's count, lose the admission gate and gain the flavors' node selector
+   and tolerations;
+4. running without admission (evicted, say) → the group's pods that still run are deleted (pods cannot be
+   suspended), then an evicted Workload's quota is released.
+Steps 2-4 are the state machine every kind shares (``webhook.jobs.steps``, as ``JobSync``'s steps 3-7): only what
+they mean for pods is here. Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from webhook.jobs import pod_group
 from webhook.jobs import workload as wl_life
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import resolve
+from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
@@ -33,7 +38,10 @@ log = logging.getLogger(__name__)
 
 
 class PodGroupSync:
-    def __init__(self, kube: Kube, cache: ClusterCache, *, events: EventRecorder) -> None:
+    def __init__(
+        self, kube: Kube, cache: ClusterCache, *, events: EventRecorder, track_pods_ready: bool = False
+    ) -> None:
+        self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
         self._kube = kube
         self._cache = cache
         self._events = events
@@ -54,30 +62,43 @@ class PodGroupSync:
 
         # 1. The Workload, once the group is complete.
         if workload is None:
-            if not done and len(pods) >= pod_group.total_count(pods):
+            if not done and pod_group.ready_for_workload(pods):
                 await self._create(pods)
             return
         if wl_life.is_finished(workload):
-            return
+            return  # (the shared state machine would say CLOSED: a pod group has no finalizer to drop)
+        if newcomers := pod_group.unowned(pods, workload):
+            workload = await self._adopt(workload, pods, newcomers)
 
-        # 2. Finished.
-        if done:
+        # 2-4: the state machine every kind shares (webhook.jobs.steps); gating is how pods are suspended.
+        running = pod_group.running(pods)
+        waiting = any(pod_group.is_gated(p) for p in pods)
+        state = JobState(done=done, waiting=waiting, running=bool(running), active_pods=bool(running))
+        step = next_step(workload, state)
+        if step is Step.FINISH:
+            # 2. Finished.
             message = "All pods succeeded" if succeeded else "Some pods failed"
             await self._write_status(wl_life.finished(workload, succeeded=succeeded, message=message, now=now))
-            return
-
-        # 3. Admitted: ungate.
-        if wl_life.is_admitted(workload) and not wl_life.is_evicted(workload):
+        elif step is Step.RELEASE:
+            # 3. Admitted: ungate.
             await self._release(pods, workload, now)
-            return
-
-        # 4. Evicted: the pods go, then the quota.
-        if wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
-            running = [p for p in pods if not pod_group.is_terminal(p) and not pod_group.is_gated(p)]
+        elif step is Step.TRACK:
+            if self._track_pods_ready:
+                body = wl_life.pods_ready(workload, ready=pod_group.pods_ready(pods, workload), now=now)
+                if body is not None:
+                    await self._write_status(body)
+        elif step is Step.STOP:
+            # 4. Running without admission (evicted, say): the pods go (pods cannot be suspended), then the quota.
             for pod in running:
                 meta = pod["metadata"]
                 with contextlib.suppress(errors.NotFound):
                     await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+            why = "evicted" if wl_life.is_evicted(workload) else "not admitted by a ClusterQueue"
+            for pod in running:
+                await self._events.record(pod, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
+            if wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
+                await self._write_status(wl_life.released(workload, now=now))
+        elif step is Step.GIVE_BACK:
             await self._write_status(wl_life.released(workload, now=now))
 
     async def _create(self, pods: Sequence[Object]) -> None:
@@ -110,9 +131,7 @@ class PodGroupSync:
         except PodSetMergeError as exc:
             await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
             return
-        for pod in pods:
-            if not pod_group.is_gated(pod):
-                continue
+        for pod in pod_group.releasable(pods, workload):
             meta = pod["metadata"]
             try:
                 patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
@@ -124,6 +143,19 @@ class PodGroupSync:
             cq = admission.get("clusterQueue", "")
             await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
         log.debug("pod group released", extra=object_fields(dict(workload)))
+
+    async def _adopt(self, workload: Object, group: Sequence[Object], newcomers: Sequence[Mapping[str, Any]]) -> Object:
+        """The Workload goes only when its last pod goes: pods that joined after it was created own it too
+        (references to pods gone are dropped, so a StatefulSet's replaced pods do not pile up)."""
+        meta = workload["metadata"]
+        present = {(p.get("metadata") or {}).get("uid") for p in group}
+        kept = [o for o in meta.get("ownerReferences") or [] if o.get("uid") in present]
+        owners = [*kept, *(pod_group.owner_ref(p) for p in newcomers)]
+        result = await self._kube.patch(
+            WORKLOAD, meta["name"], {"metadata": {"ownerReferences": owners}}, namespace=meta["namespace"]
+        )
+        self._cache.observe(WORKLOAD, result)
+        return result
 
     async def _write_status(self, workload: Object) -> None:
         result = await self._kube.replace_status(WORKLOAD, workload)

@@ -87,7 +87,7 @@ class Reconciler:
             for adapter in registry.suspendable(enabled)
         ]
         self.pods = (
-            PodGroupSync(kube, cache, events=recorder)
+            PodGroupSync(kube, cache, events=recorder, track_pods_ready=tracking)
             if any(a.managed_through_pods and not a.pod_owner for a in registry.enabled(enabled))
             else None
         )

@@ -84,6 +84,24 @@ class JobAdapter(Protocol):
         ...
 
 
+class PodOwnerAdapter(JobAdapter, Protocol):
+    """A kind managed through the pods its controller creates (Deployment, StatefulSet): its webhook stamps the
+    pod template so those pods reach the pod webhook as queued pods; it is never suspended itself."""
+
+    def template_stamp(self, obj: Mapping[str, Any], namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+        """The labels and annotations its pod template gets beyond the queue and priority labels (a pod group's
+        name and size, say)."""
+        ...
+
+    def pod_group(self, obj: Mapping[str, Any], namespace: str) -> str:
+        """The pod group its pods form (the name of their one Workload), or "" when they are admitted one by one."""
+        ...
+
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:
+        """What this kind refuses on an update of a managed object; ``admitted``: its pod group's Workload is."""
+        ...
+
+
 class SuspendableAdapter(JobAdapter, Protocol):
     """A kind suspended and released as a whole through ``spec.suspend`` (batch Job, JobSet, Ray, ...): the
     generic job reconciler and the shared job webhook rules drive it."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.jobs.adapter import JobKind
+from webhook.jobs.adapter import JobKind, Problem
 
 
 class DeploymentAdapter:
@@ -23,6 +23,15 @@ class DeploymentAdapter:
 
     def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
         return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+    def template_stamp(self, obj: Mapping[str, Any], namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+        return {}, {}
+
+    def pod_group(self, obj: Mapping[str, Any], namespace: str) -> str:
+        return ""
+
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:
+        return []  # each pod is admitted on its own: any scale, any template change
 
 
 ADAPTER = DeploymentAdapter()

@@ -12,13 +12,15 @@ from __future__ import annotations
 import hashlib
 
 MAX_NAME_LENGTH = 253
+MAX_LABEL_VALUE_LENGTH = 63
 HASH_LENGTH = 5
 
 
-def workload_name(*, kind: str, group: str, namespace: str, name: str) -> str:
-    """``<kind>-<name>-<hash>``, lower case, at most 253 characters, stable for the same owner identity."""
+def workload_name(*, kind: str, group: str, namespace: str, name: str, limit: int = MAX_NAME_LENGTH) -> str:
+    """``<kind>-<name>-<hash>``, lower case, at most ``limit`` characters, stable for the same owner identity
+    (``MAX_LABEL_VALUE_LENGTH`` when the name is also a label value: a pod group's)."""
     digest = hashlib.sha1(f"{kind}\n{group}\n{namespace}\n{name}".encode(), usedforsecurity=False).hexdigest()
-    prefix = f"{kind.lower()}-{name}"[: MAX_NAME_LENGTH - HASH_LENGTH - 1].rstrip("-.")
+    prefix = f"{kind.lower()}-{name}"[: limit - HASH_LENGTH - 1].rstrip("-.")
     return f"{prefix}-{digest[:HASH_LENGTH]}"
 
 

@@ -2,7 +2,10 @@
 
 A group's Workload exists once all ``pod-group-total-count`` pods exist; it has one PodSet per pod shape (pods
 whose containers ask for the same resources), named by a short hash of that shape, and a (non-controller) owner
-reference to every pod, so it goes when the last pod goes. Admission removes the ``kueue.x-k8s.io/admission``
+reference to every pod, so it goes when the last pod goes. A fast-admission group
+(``kueue.x-k8s.io/pod-group-fast-admission: "true"``, a StatefulSet's) gets its Workload with its first pod: one
+PodSet of that pod's shape for the whole total count; pods that come later join its owners, and a pod of another
+shape is never released. Admission removes the ``kueue.x-k8s.io/admission``
 scheduling gate and adds the flavors' node selector and tolerations (what the API server lets change on a gated
 pod). Pure: the reconciler decides when and writes.
 """
@@ -20,6 +23,7 @@ from webhook.api.constants import (
     ADMISSION_SCHEDULING_GATE,
     API_VERSION,
     IS_GROUP_WORKLOAD_ANNOTATION,
+    POD_GROUP_FAST_ADMISSION_ANNOTATION,
     POD_GROUP_NAME_LABEL,
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     QUEUE_NAME_LABEL,
@@ -49,6 +53,16 @@ def total_count(pods: Sequence[Mapping[str, Any]]) -> int:
     return 1
 
 
+def fast_admission(pods: Sequence[Mapping[str, Any]]) -> bool:
+    """The group's Workload does not wait for all its pods (they come one by one, as a StatefulSet's do)."""
+    return any((_meta(p).get("annotations") or {}).get(POD_GROUP_FAST_ADMISSION_ANNOTATION) == "true" for p in pods)
+
+
+def ready_for_workload(pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Enough of the group exists to create its Workload: all of it, or its first pod under fast admission."""
+    return bool(pods) and (len(pods) >= total_count(pods) or fast_admission(pods))
+
+
 def workload_name(pods: Sequence[Mapping[str, Any]]) -> str:
     first = pods[0]
     return pod_workload_name(_meta(first).get("namespace", ""), _meta(first).get("name", ""), group_of(first))
@@ -62,8 +76,27 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
+def running(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The group's pods released and not ended: what holds nodes."""
+    return [p for p in pods if not is_gated(p) and not is_terminal(p)]
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def pods_ready(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> bool:
+    """As many pods ready (or succeeded) as the Workload counts: the group runs as admitted."""
+    wanted = sum(int(ps.get("count") or 0) for ps in (workload.get("spec") or {}).get("podSets") or [])
+    done = [p for p in pods if _ready(p) or (p.get("status") or {}).get("phase") == "Succeeded"]
+    return len(done) >= wanted
+
+
 def finished(pods: Sequence[Mapping[str, Any]]) -> tuple[bool, bool]:
     """(finished, succeeded): every pod of a complete group has ended; succeeded when none failed."""
+    if not pods:
+        return False, False
     if len(pods) < total_count(pods) or not all(is_terminal(p) for p in pods):
         return False, False
     return True, all((p.get("status") or {}).get("phase") == "Succeeded" for p in pods)
@@ -89,10 +122,16 @@ def _template(pod: Mapping[str, Any]) -> JSON:
 
 
 def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int) -> JSON:
-    """The Workload of a complete group (or one pod); one PodSet per pod shape, sorted by name."""
+    """The Workload of a complete group (or one pod); one PodSet per pod shape, sorted by name. A fast-admission
+    group's is one PodSet of its first pod's shape, for its total count."""
     roles: dict[str, list[Mapping[str, Any]]] = {}
-    for pod in sorted(pods, key=lambda p: _meta(p).get("name", "")):
+    ordered = sorted(pods, key=lambda p: _meta(p).get("name", ""))
+    for pod in ordered:
         roles.setdefault(role_hash(pod), []).append(pod)
+    counts = {role: len(members) for role, members in roles.items()}
+    if fast_admission(pods):
+        role = role_hash(ordered[0])
+        roles, counts = {role: roles[role]}, {role: total_count(pods)}
     first = pods[0]
     labels = _meta(first).get("labels") or {}
     grouped = bool(group_of(first))
@@ -102,16 +141,13 @@ def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int) -> JSON:
         "metadata": {
             "name": workload_name(pods),
             "namespace": _meta(first).get("namespace"),
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Pod", "name": _meta(p).get("name"), "uid": _meta(p).get("uid")}
-                for p in pods
-            ],
+            "ownerReferences": [owner_ref(p) for p in pods],
         },
         "spec": {
             "queueName": labels.get(QUEUE_NAME_LABEL, ""),
             "priority": priority,
             "podSets": [
-                {"name": role, "count": len(members), "template": _template(members[0])}
+                {"name": role, "count": counts[role], "template": _template(members[0])}
                 for role, members in sorted(roles.items())
             ],
         },
@@ -152,6 +188,33 @@ def release_patch(pod: Mapping[str, Any], info: PodSetInfo | None) -> JSON:
 
 def podset_of(pod: Mapping[str, Any]) -> str:
     return role_hash(pod)
+
+
+def owner_ref(pod: Mapping[str, Any]) -> JSON:
+    return {"apiVersion": "v1", "kind": "Pod", "name": _meta(pod).get("name"), "uid": _meta(pod).get("uid")}
+
+
+def unowned(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Pods of the group the Workload does not name as owners yet (they came after it, under fast admission)."""
+    uids = {o.get("uid") for o in (workload.get("metadata") or {}).get("ownerReferences") or []}
+    return [p for p in pods if _meta(p).get("uid") not in uids]
+
+
+def releasable(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The gated pods admission lets go: per PodSet, no more pods running ungated than its admitted count (a group
+    may hold more pods than its Workload counts: extra or replacement pods wait for one to end); a pod whose shape
+    is no PodSet of the Workload is never released."""
+    counts = {ps.get("name"): int(ps.get("count") or 0) for ps in (workload.get("spec") or {}).get("podSets") or []}
+    for pod in pods:
+        if not is_gated(pod) and not is_terminal(pod) and podset_of(pod) in counts:
+            counts[podset_of(pod)] -= 1
+    chosen: list[Mapping[str, Any]] = []
+    for pod in sorted(pods, key=lambda p: _meta(p).get("name", "")):
+        role = podset_of(pod)
+        if is_gated(pod) and counts.get(role, 0) > 0:
+            counts[role] -= 1
+            chosen.append(pod)
+    return chosen
 
 
 class PodGroupAdapter:

@@ -104,6 +104,8 @@ def restore(current: Mapping[str, Any], original: Mapping[str, Any]) -> JSON:
     _set_or_drop(metadata, "annotations", dict(original_meta.get("annotations") or {}))
     for key in ("nodeSelector", "tolerations", "schedulingGates"):
         _set_or_drop(spec, key, copy.deepcopy(original_spec.get(key)))
+    if not metadata and "metadata" not in original:
+        del result["metadata"]  # injection added it: the template is given back as it was
     return result
 
 

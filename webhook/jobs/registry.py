@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from webhook.jobs import batch_job, deployment, jobset, pod_group, ray
+from webhook.jobs import batch_job, deployment, jobset, pod_group, ray, statefulset
 from webhook.jobs.adapter import JobAdapter, SuspendableAdapter
 
 ADAPTERS: tuple[JobAdapter, ...] = (
@@ -20,6 +20,7 @@ ADAPTERS: tuple[JobAdapter, ...] = (
     ray.RAYJOB,
     ray.RAYCLUSTER,
     deployment.ADAPTER,
+    statefulset.ADAPTER,
 )
 
 DEFAULT_FRAMEWORKS = frozenset({batch_job.ADAPTER.framework})

@@ -335,8 +335,9 @@ class LocalCluster:
         p = self.pki_dir
         controllers = ["job-controller", "garbage-collector-controller", "namespace-controller"]
         controllers += ["ttl-after-finished-controller", "clusterrole-aggregation"]
-        # A CronJob's Jobs and a Deployment's pods are queued like any other (issue 11).
+        # A CronJob's Jobs and a Deployment's and a StatefulSet's pods are queued like any other (issue 11).
         controllers += ["cronjob-controller", "deployment-controller", "replicaset-controller"]
+        controllers.append("statefulset-controller")
         if nodes:
             # As on a real cluster: it lifts the not-ready taint the API server puts on every new Node once kwok
             # reports it Ready, and taints it again if kwok stops renewing its Lease.

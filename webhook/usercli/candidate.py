@@ -1,7 +1,8 @@
 """A job that does not exist yet, as the Workload the reconciler would create for it, for ``turnstile fit``.
 
-Owns: reading a manifest (a batch/v1 Job, or a Workload) into a typed ``Workload`` exactly as the reconciler
-would build it (``jobs.batch_job.workload_for``: pod sets, queue name, priority resolved from the classes), and
+Owns: reading a manifest (a batch/v1 Job, any other kind of the registry suspended as a whole -- JobSet, RayJob,
+... --, or a Workload) into a typed ``Workload`` exactly as the reconciler would build it (the kind's adapter: pod
+sets, queue name, priority resolved from the classes), and
 ``fit_text``, the answer of ``core.fit`` in words.
 Must not: do I/O (the caller reads the file and lists the classes) or decide anything (``core.fit`` does).
 """
@@ -14,8 +15,10 @@ from typing import Any
 from webhook.api.constants import QUEUE_NAME_LABEL
 from webhook.api.workload import Workload, parse_workload
 from webhook.core.fit import ADMITTED, PREEMPTING, FitAnswer
-from webhook.jobs import batch_job, priority
+from webhook.jobs import batch_job, priority, registry, suspendable
+from webhook.jobs.adapter import SuspendableAdapter
 from webhook.jobs.naming import job_workload_name
+from webhook.jobs.poddefaults import PodDefaults
 
 Obj = Mapping[str, Any]
 
@@ -46,12 +49,16 @@ def candidate_workload(
             return f"Workload {meta['namespace']}/{meta['name']}", parse_workload(dict(manifest) | {"metadata": meta})
         except ValueError as exc:
             raise NotAJob(f"the Workload is not valid: {exc}") from None
-    if kind != "Job" or api_version != "batch/v1":
-        raise NotAJob(f"turnstile fit places a batch/v1 Job or a Workload, not a {api_version} {kind}")
+    adapter = _suspendable(api_version, str(kind or ""))
+    if adapter is None:
+        kinds = ", ".join(f"{a.kind.api_version} {a.kind.kind}" for a in _SUSPENDABLE)
+        raise NotAJob(f"turnstile fit places a Workload or one of {kinds}; not a {api_version} {kind}")
     if not (meta.get("labels") or {}).get(QUEUE_NAME_LABEL):
-        raise NotAJob(f"the Job has no {QUEUE_NAME_LABEL} label: name the LocalQueue it is for")
+        raise NotAJob(f"the {kind} has no {QUEUE_NAME_LABEL} label: name the LocalQueue it is for")
     job = dict(manifest) | {"metadata": meta | {"uid": meta.get("uid") or "turnstile-fit-candidate"}}
     wpcs = {str((w.get("metadata") or {}).get("name", "")): w for w in workload_priority_classes}
+    if adapter is not batch_job.ADAPTER:
+        return _other_kind(adapter, job, wpcs, list(priority_classes))
     resolved = priority.resolve(job, workload_priority_classes=wpcs, priority_classes=list(priority_classes))
     try:
         body = batch_job.workload_for(
@@ -64,6 +71,36 @@ def candidate_workload(
         return f"Job {meta['namespace']}/{meta['name']}", parse_workload(body)
     except (ValueError, KeyError, TypeError) as exc:
         raise NotAJob(f"the Job's pod template cannot be read: {exc}") from None
+
+
+# Kinds managed through their pods (pod groups, Deployments, StatefulSets) have no Workload of their own to place.
+_SUSPENDABLE = registry.suspendable(registry.names())
+
+
+def _suspendable(api_version: str, kind: str) -> SuspendableAdapter | None:
+    return next((a for a in _SUSPENDABLE if (a.kind.api_version, a.kind.kind) == (api_version, kind)), None)
+
+
+def _other_kind(
+    adapter: SuspendableAdapter, job: Obj, wpcs: Mapping[str, Obj], classes: list[Obj]
+) -> tuple[str, Workload]:
+    meta = job["metadata"]
+    template = adapter.priority_template(job)
+    resolved = priority.resolve(job, workload_priority_classes=wpcs, priority_classes=classes, template_spec=template)
+    subject = f"{adapter.kind.kind} {meta['namespace']}/{meta['name']}"
+    try:
+        body = suspendable.workload_for(
+            job,
+            kind=adapter.kind,
+            pod_sets=adapter.pod_sets(job, PodDefaults()),
+            priority=resolved.value,
+            priority_class_name=resolved.class_name,
+            priority_class_source=resolved.source,
+        )
+        body["metadata"]["name"] = suspendable.job_workload_name(job, adapter.kind)
+        return subject, parse_workload(body)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise NotAJob(f"the {adapter.kind.kind}'s pod templates cannot be read: {exc}") from None
 
 
 def _flavors(answer: FitAnswer) -> str:

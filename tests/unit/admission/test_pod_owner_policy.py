@@ -9,8 +9,10 @@ from webhook.admission import pod_owner_policy
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
+from webhook.jobs import deployment
 
 OPTIONS = AdmissionOptions(frameworks=frozenset({"pod", "deployment"}))
+POLICY = pod_owner_policy.PodOwnerPolicy(deployment.ADAPTER)
 
 
 def make_deployment(labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -24,7 +26,7 @@ def make_deployment(labels: dict[str, str] | None = None) -> dict[str, Any]:
 
 def mutated(obj: dict[str, Any], *, view: StaticView | None = None, operation: str = "CREATE") -> dict[str, Any]:
     request = make_request(obj, operation=operation, old=obj if operation == "UPDATE" else None)
-    verdict = pod_owner_policy.mutate(request, view or StaticView(), OPTIONS)
+    verdict = POLICY.mutate(request, view or StaticView(), OPTIONS)
     assert verdict.allowed
     return apply(obj, verdict)
 
@@ -54,7 +56,5 @@ def test_an_unqueued_deployment_is_left_alone() -> None:
 
 
 def test_a_malformed_queue_name_is_refused() -> None:
-    verdict = pod_owner_policy.validate(
-        make_request(make_deployment({c.QUEUE_NAME_LABEL: "Not_A_Name"})), StaticView(), OPTIONS
-    )
+    verdict = POLICY.validate(make_request(make_deployment({c.QUEUE_NAME_LABEL: "Not_A_Name"})), StaticView(), OPTIONS)
     assert not verdict.allowed

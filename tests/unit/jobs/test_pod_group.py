@@ -96,3 +96,49 @@ def test_release_refuses_to_override_a_pods_node_selector() -> None:
     pod["spec"]["nodeSelector"] = {"pool": "b"}
     with pytest.raises(ValueError, match="pool"):
         pod_group.release_patch(pod, PodSetInfo(name="x", node_selector={"pool": "a"}))
+
+
+def _fast(pod: JSON) -> JSON:
+    pod["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-fast-admission"] = "true"
+    return pod
+
+
+def test_a_group_waits_for_all_its_pods_unless_it_admits_fast() -> None:
+    assert not pod_group.ready_for_workload([make_pod("w-0"), make_pod("w-1")])
+    assert pod_group.ready_for_workload([make_pod(f"w-{i}") for i in range(3)])
+    assert pod_group.ready_for_workload([_fast(make_pod("w-0"))])
+    assert not pod_group.ready_for_workload([])
+
+
+def test_a_fast_group_is_one_podset_of_its_first_pods_shape_for_the_total_count() -> None:
+    pods = [_fast(make_pod("w-1")), _fast(make_pod("w-0", cpu="2"))]
+    wl = pod_group.workload_for(pods, priority=0)
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [(pod_group.role_hash(pods[1]), 3)]
+
+
+def _ungated(pod: JSON) -> JSON:
+    pod["spec"]["schedulingGates"] = []
+    return pod
+
+
+def test_release_lets_go_no_more_pods_than_the_podset_counts() -> None:
+    first = _fast(make_pod("w-0"))
+    wl = pod_group.workload_for([first], priority=0)  # three pods' worth
+    pods = [_ungated(_fast(make_pod("w-0"))), *(_fast(make_pod(f"w-{i}")) for i in range(1, 4))]
+    # One already runs: two more fit; the fourth (an extra pod with the group's label) stays gated.
+    assert [p["metadata"]["name"] for p in pod_group.releasable(pods, wl)] == ["w-1", "w-2"]
+    # A pod that ended leaves room for its replacement.
+    pods[0]["status"]["phase"] = "Failed"
+    assert len(pod_group.releasable(pods, wl)) == 3
+
+
+def test_a_pod_of_a_shape_the_workload_does_not_have_is_never_released() -> None:
+    wl = pod_group.workload_for([_fast(make_pod("w-0"))], priority=0)
+    assert pod_group.releasable([_fast(make_pod("w-1", cpu="8"))], wl) == []
+
+
+def test_pods_that_came_after_the_workload_are_not_its_owners_yet() -> None:
+    first = _fast(make_pod("w-0"))
+    wl = pod_group.workload_for([first], priority=0)
+    later = _fast(make_pod("w-1"))
+    assert pod_group.unowned([first, later], wl) == [later]

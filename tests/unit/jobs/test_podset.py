@@ -70,3 +70,12 @@ def test_restore_keeps_labels_the_job_controller_added() -> None:
     running = inject(original, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"])
     running["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = "abc"
     assert restore(running, original)["metadata"]["labels"] == {"batch.kubernetes.io/controller-uid": "abc"}
+
+
+def test_restore_gives_back_a_template_without_metadata_as_it_was() -> None:
+    template = make_job()["spec"]["template"]
+    del template["metadata"]
+    injected = inject(template, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"])
+    assert restore(injected, template) == template
+    kept = {"metadata": {}, "spec": template["spec"]}  # an empty one recorded is kept
+    assert restore(inject(kept, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]), kept) == kept

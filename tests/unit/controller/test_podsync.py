@@ -1,0 +1,201 @@
+"""Pod groups through the shared state machine, against the in-memory fake: a group's Workload, adoption of pods
+that come later, release up to the admitted count, stopping what runs without admission, finishing, PodsReady."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.doubles.fakekube import FakeKube
+from tests.unit.jobs.builders import make_flavor
+from webhook.api import conditions
+from webhook.api import constants as c
+from webhook.controller.cache import ClusterCache
+from webhook.controller.events import EventRecorder
+from webhook.controller.podsync import PodGroupSync
+from webhook.controller.watches import build_cache
+from webhook.jobs import pod_group
+from webhook.jobs import workload as wl_life
+from webhook.kube import resources as r
+from webhook.kube.objects import Object
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+NS = "team-a"
+JSON = dict[str, Any]
+
+
+def make_pod(name: str, *, group: str = "trio", total: int = 3, fast: bool = False, cpu: str = "1") -> JSON:
+    annotations = {c.POD_GROUP_TOTAL_COUNT_ANNOTATION: str(total)}
+    if fast:
+        annotations[c.POD_GROUP_FAST_ADMISSION_ANNOTATION] = "true"
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "labels": {c.QUEUE_NAME_LABEL: "q", c.MANAGED_LABEL: "true", c.POD_GROUP_NAME_LABEL: group},
+            "annotations": annotations,
+        },
+        "spec": {
+            "schedulingGates": [{"name": c.ADMISSION_SCHEDULING_GATE}],
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }
+
+
+class World:
+    def __init__(self, *, track_pods_ready: bool = False) -> None:
+        # No garbage collection: the fake collects a dependent when any owner goes, the real collector only when
+        # the last one does (a pod group's Workload is owned by all its pods).
+        self.kube = FakeKube(clock=lambda: NOW, garbage_collect=False)
+        self.cache: ClusterCache = build_cache()
+        self.sync = PodGroupSync(
+            self.kube, self.cache, events=EventRecorder(self.kube), track_pods_ready=track_pods_ready
+        )
+
+    async def pass_once(self) -> None:
+        """One reconciler pass over every group, from what the API server holds now."""
+        for resource in (r.POD, r.WORKLOAD, r.RESOURCE_FLAVOR):
+            self.cache.replace(resource, self.kube.objects(resource))
+        for group in self.sync.groups():
+            await self.sync.sync(group, NOW)
+
+    async def workload(self, name: str = "trio") -> Object:
+        return await self.kube.get(r.WORKLOAD, name, namespace=NS)
+
+    async def admit(self, name: str = "trio", *, flavor: str = "spot") -> Object:
+        workload = await self.workload(name)
+        admission = {
+            "clusterQueue": "cq",
+            "podSetAssignments": [
+                {"name": ps["name"], "count": ps["count"], "flavors": {"cpu": flavor}}
+                for ps in workload["spec"]["podSets"]
+            ],
+        }
+        return await self.kube.replace_status(r.WORKLOAD, wl_life.admitted(workload, admission, now=NOW))
+
+    def pods(self) -> dict[str, Object]:
+        return {p["metadata"]["name"]: p for p in self.kube.objects(r.POD)}
+
+
+def _gated(pod: Object) -> bool:
+    return pod_group.is_gated(pod)
+
+
+async def test_a_complete_group_gets_one_workload_owned_by_every_pod() -> None:
+    world = World()
+    for i in range(2):
+        await world.kube.create(r.POD, make_pod(f"w-{i}"))
+    await world.pass_once()
+    assert world.kube.objects(r.WORKLOAD) == []  # two of three: the group waits
+    await world.kube.create(r.POD, make_pod("w-2"))
+    await world.pass_once()
+    workload = await world.workload()
+    assert {o["name"] for o in workload["metadata"]["ownerReferences"]} == {"w-0", "w-1", "w-2"}
+    assert [ps["count"] for ps in workload["spec"]["podSets"]] == [3]
+
+
+async def test_a_fast_group_is_admitted_before_its_last_pod_exists_which_joins_and_is_released() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot", node_labels={"pool": "spot"}))
+    await world.kube.create(r.POD, make_pod("w-0", total=2, fast=True))
+    await world.pass_once()
+    workload = await world.workload()
+    assert [ps["count"] for ps in workload["spec"]["podSets"]] == [2]
+    await world.admit()
+    await world.pass_once()
+    first = world.pods()["w-0"]
+    assert not _gated(first)
+    assert first["spec"]["nodeSelector"] == {"pool": "spot"}
+    # The second pod comes later: it is made an owner and released at once (its quota is the group's).
+    await world.kube.create(r.POD, make_pod("w-1", total=2, fast=True))
+    await world.pass_once()
+    assert {o["name"] for o in (await world.workload())["metadata"]["ownerReferences"]} == {"w-0", "w-1"}
+    assert not _gated(world.pods()["w-1"])
+
+
+async def test_release_stops_at_the_admitted_count_and_never_lets_another_shape_go() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    await world.kube.create(r.POD, make_pod("w-0", total=2, fast=True))
+    await world.pass_once()
+    await world.admit()
+    for name, cpu in (("w-1", "1"), ("w-2", "1"), ("w-3", "8")):
+        await world.kube.create(r.POD, make_pod(name, total=2, fast=True, cpu=cpu))
+    await world.pass_once()
+    await world.pass_once()
+    gated = sorted(name for name, pod in world.pods().items() if _gated(pod))
+    assert gated == ["w-2", "w-3"]  # two admitted: w-0 and w-1; w-3 is of a shape the Workload lacks
+
+
+async def test_a_missing_flavor_fails_the_start_instead_of_releasing_without_it() -> None:
+    world = World()
+    await world.kube.create(r.POD, make_pod("solo", group="solo", total=1))
+    await world.pass_once()
+    await world.admit("solo", flavor="gone")
+    await world.pass_once()
+    assert _gated(world.pods()["solo"])
+    finished = conditions.find((await world.workload("solo"))["status"]["conditions"], c.COND_FINISHED)
+    assert finished is not None
+    assert finished["reason"] == "FailedToStart"
+
+
+async def test_an_evicted_group_loses_its_running_pods_then_its_quota() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    for i in range(2):
+        await world.kube.create(r.POD, make_pod(f"w-{i}", total=2))
+    await world.pass_once()
+    await world.admit()
+    await world.pass_once()
+    assert not any(_gated(p) for p in world.pods().values())
+    workload = await world.workload()
+    await world.kube.replace_status(
+        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+    )
+    await world.pass_once()
+    assert world.pods() == {}
+    assert not wl_life.holds_quota(await world.workload())
+
+
+async def test_a_pod_running_without_admission_is_stopped() -> None:
+    world = World()
+    pod = await world.kube.create(r.POD, make_pod("solo", group="solo", total=1))
+    await world.kube.patch(r.POD, "solo", {"spec": {"schedulingGates": None}}, namespace=NS)
+    await world.pass_once()  # its Workload is created, pending
+    assert await world.workload("solo")
+    await world.pass_once()
+    assert world.pods() == {}, f"{pod['metadata']['name']} still runs without quota"
+
+
+async def test_a_group_whose_pods_all_ended_finishes_its_workload() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    for i in range(2):
+        await world.kube.create(r.POD, make_pod(f"w-{i}", total=2))
+    await world.pass_once()
+    await world.admit()
+    await world.pass_once()
+    await world.kube.patch_status(r.POD, "w-0", {"status": {"phase": "Succeeded"}}, namespace=NS)
+    await world.kube.patch_status(r.POD, "w-1", {"status": {"phase": "Failed"}}, namespace=NS)
+    await world.pass_once()
+    finished = conditions.find((await world.workload())["status"]["conditions"], c.COND_FINISHED)
+    assert finished is not None
+    assert finished["status"] == "True"
+    assert finished["message"] == "Some pods failed"
+
+
+async def test_pods_ready_follows_the_groups_pods_when_tracked() -> None:
+    world = World(track_pods_ready=True)
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    for i in range(2):
+        await world.kube.create(r.POD, make_pod(f"w-{i}", total=2))
+    await world.pass_once()
+    await world.admit()
+    await world.pass_once()  # released
+    ready = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    await world.kube.patch_status(r.POD, "w-0", ready, namespace=NS)
+    await world.pass_once()
+    assert not conditions.is_true(await world.workload(), c.COND_PODS_READY)
+    await world.kube.patch_status(r.POD, "w-1", ready, namespace=NS)
+    await world.pass_once()
+    assert conditions.is_true(await world.workload(), c.COND_PODS_READY)

@@ -1,0 +1,107 @@
+"""The StatefulSet integration (Kueue's ``statefulset``): a serving workload whose pods form one pod group.
+
+A StatefulSet is never suspended: its webhook stamps the pod template so every pod the StatefulSet controller
+creates joins one pod group of the ``pod`` integration, named after the StatefulSet, sized by ``spec.replicas``,
+with fast admission (the group's Workload is created with its first pod, for all ``replicas`` pods at once: with
+the default ``OrderedReady`` pod management, pod-1 is only created once pod-0 runs) and marked as serving. As in
+Kueue, ``replicas`` only changes to zero (the pods go, and with them the Workload and its quota) and back up from
+zero (the new pods queue as a new group); the containers' shape is fixed while managed, and the queue is fixed once
+the group is admitted or a pod is ready. A StatefulSet without a name yet (``generateName``) is not grouped: its
+pods are admitted one by one. Needs the ``pod`` integration. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.api import constants as c
+from webhook.jobs.adapter import JobKind, Problem
+from webhook.jobs.naming import MAX_LABEL_VALUE_LENGTH, workload_name
+from webhook.jobs.pod_group import role_hash
+
+JSON = dict[str, Any]
+QUEUE_PATH = f"metadata.labels[{c.QUEUE_NAME_LABEL}]"
+
+
+def group_name(namespace: str, name: str) -> str:
+    """The pod group (and Workload) of a StatefulSet's pods; short enough to be a label value."""
+    return workload_name(kind="StatefulSet", group="apps", namespace=namespace, name=name, limit=MAX_LABEL_VALUE_LENGTH)
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def replicas(obj: Mapping[str, Any]) -> int:
+    value = _spec(obj).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def _queue(obj: Mapping[str, Any]) -> str:
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(c.QUEUE_NAME_LABEL, ""))
+
+
+def _status(obj: Mapping[str, Any], field: str) -> int:
+    return int((obj.get("status") or {}).get(field) or 0)
+
+
+def _shape(obj: Mapping[str, Any]) -> str:
+    return role_hash({"spec": (_spec(obj).get("template") or {}).get("spec") or {}})
+
+
+class StatefulSetAdapter:
+    framework = "statefulset"
+    kind = JobKind("apps", "v1", "statefulsets", "StatefulSet")
+    managed_through_pods = True
+    pod_owner = True
+    children: tuple[JobKind, ...] = ()
+
+    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+        return (_spec(job).get("template") or {}).get("spec") or {}
+
+    def pod_group(self, obj: Mapping[str, Any], namespace: str) -> str:
+        name = (obj.get("metadata") or {}).get("name") or ""
+        return group_name(namespace, name) if name else ""
+
+    def template_stamp(self, obj: Mapping[str, Any], namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+        group = self.pod_group(obj, namespace)
+        if not group:
+            return {}, {}
+        annotations = {
+            c.POD_GROUP_TOTAL_COUNT_ANNOTATION: str(replicas(obj)),
+            c.POD_GROUP_FAST_ADMISSION_ANNOTATION: "true",
+            c.POD_GROUP_SERVING_ANNOTATION: "true",
+        }
+        return {c.POD_GROUP_NAME_LABEL: group}, annotations
+
+    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:
+        problems: list[Problem] = []
+        old_queue, new_queue = _queue(old), _queue(new)
+        if old_queue != new_queue and (admitted or _status(old, "readyReplicas") > 0 or not new_queue):
+            why = "its pods are admitted" if admitted or _status(old, "readyReplicas") else "it cannot be removed"
+            problems.append(Problem(QUEUE_PATH, None, f"field is immutable: {why} (was {old_queue!r})"))
+        if _shape(old) != _shape(new):
+            problems.append(
+                Problem(
+                    "spec.template.spec",
+                    None,
+                    "the containers (images, resources) cannot change while Turnstile manages the StatefulSet's "
+                    "pods: its pod group was admitted for them",
+                )
+            )
+        before, after = replicas(old), replicas(new)
+        if before != after and before and after:
+            problems.append(
+                Problem(
+                    "spec.replicas",
+                    None,
+                    f"field is immutable: a queued StatefulSet scales only to 0 and back up from 0 (was {before})",
+                )
+            )
+        if before == 0 and after > 0 and _status(new, "replicas") > 0:
+            problems.append(Problem("spec.replicas", None, "scaling down is still in progress"))
+        return problems
+
+
+ADAPTER = StatefulSetAdapter()
