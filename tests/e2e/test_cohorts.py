@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.kube import (
     JSON,
@@ -36,6 +37,8 @@ from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).parents[1] / "fixtures" / "kueue-examples"
 
 
 def cpu_groups(flavor_name: str, nominal: str, **limits: str) -> list[JSON]:
@@ -117,16 +120,14 @@ def fair_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Loc
     local = LocalCluster(Path(base) / f"turnstile-fair-{os.getpid()}")
     local.start()
     try:
-        # Kueue's fairSharing with its default strategies, and admissionFairSharing as its documentation
-        # configures it, with times short enough for a test: usage sampled every second, halved every minute.
-        config: dict[str, Any] = {
-            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-            "fairSharing": {},
-            "admissionFairSharing": {
-                "usageHalfLifeTime": "60s",
-                "usageSamplingInterval": "1s",
-                "resourceWeights": {"cpu": 2.0, "memory": 1.0},
-            },
+        # The fairSharing configuration of Kueue's preemption documentation (both strategies), and
+        # admissionFairSharing as its documentation configures it, with times short enough for a test: usage
+        # sampled every second, halved every minute.
+        config: dict[str, Any] = yaml.safe_load((EXAMPLES / "fair-sharing-config.yaml").read_text())
+        config["admissionFairSharing"] = {
+            "usageHalfLifeTime": "60s",
+            "usageSamplingInterval": "1s",
+            "resourceWeights": {"cpu": 2.0, "memory": 1.0},
         }
         fair = LocalTurnstile(local, Path(tmp_path_factory.mktemp("turnstile-fair")), config=config)
         fair.start()
@@ -210,9 +211,6 @@ def test_weights_one_and_two_share_a_saturated_cohort_one_to_two(
     ratio = served["heavy"] / served["light"]
     assert abs(ratio - 2) <= 0.2, served
     assert get(cluster, "cohort", "shared")["status"]["fairSharing"] == {"weightedShare": 0}
-
-
-EXAMPLES = Path(__file__).parents[1] / "fixtures" / "kueue-examples"
 
 
 def test_kueue_style_cohort_tree_applies_and_limits_as_documented(
