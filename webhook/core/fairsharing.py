@@ -198,6 +198,7 @@ class Tournament:
         self.shares = shares
         self._candidate: dict[int, _Offered] = {}
         self._winner: dict[int, _Offered | None] = {}  # per node, while nothing below it changed
+        self._key: dict[int, tuple[bool, float, tuple[object, ...]]] = {}  # per child node with a winner, likewise
         self._roots: dict[int, QuotaNode] = {}
 
     def offer(self, queue: str, candidate: Candidate | None) -> None:
@@ -210,6 +211,7 @@ class Tournament:
             self._candidate[id(node)] = (candidate, lifted(node, candidate[1]))
         while node is not None:
             self._winner.pop(id(node), None)
+            self._key.pop(id(node), None)
             if node.parent is None:
                 self._roots[id(node)] = node
             node = node.parent
@@ -234,9 +236,12 @@ class Tournament:
                 offered = self._best(child)
                 if offered is None:
                     continue
-                (_, usage, order), extras = offered
-                extra = extras.get(id(child), {})
-                child_key = (_borrows_on(child, extra, usage), self.shares.share(child, extra), order)
+                child_key = self._key.get(id(child))
+                if child_key is None:  # only the children on a changed path are computed again
+                    (_, usage, order), extras = offered
+                    extra = extras.get(id(child), {})
+                    child_key = (_borrows_on(child, extra, usage), self.shares.share(child, extra), order)
+                    self._key[id(child)] = child_key
                 if best_key is None or child_key < best_key:
                     best_key, best = child_key, offered
         self._winner[key] = best

@@ -68,7 +68,7 @@ _FAILED: Final = "failed"
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity: found in its queue's list by ``list.index``
 class _Entry:
     workload: Workload
     demand: Demand
@@ -86,6 +86,9 @@ class _Queue:
     cursor: int = 0
     blocked: bool = False
     failed_shapes: dict[Demand, int] = field(default_factory=dict)
+    # Admission fair sharing only: the entries of each LocalQueue in order, and how many of each are behind us.
+    by_local_queue: dict[tuple[str, str], list[_Entry]] | None = None
+    done_in_local_queue: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def schedule(
@@ -200,6 +203,10 @@ class _Pass:
                 self.scores[key] = score(lq.consumed, lq.weight, afs, self.penalties.get(key))
         for q in self.queues.values():
             q.entries.sort(key=self._entry_key)
+            if q.cq.name in fair_queues:
+                q.by_local_queue = {}
+                for e in q.entries:
+                    q.by_local_queue.setdefault((e.workload.namespace, e.workload.queue_name), []).append(e)
 
     # -- resolution -------------------------------------------------------------------------------------
 
@@ -323,6 +330,8 @@ class _Pass:
     def _skip_known_failures(self, q: _Queue) -> bool:
         """Fail heads whose shape already failed here; False when the queue is exhausted or blocked."""
         while q.cursor < len(q.entries):
+            if q.by_local_queue is not None:
+                self._next_by_usage(q)
             e = q.entries[q.cursor]
             if e.demand not in q.failed_shapes:
                 return True
@@ -377,6 +386,22 @@ class _Pass:
                 hi = mid - 1
         return best
 
+    def _next_by_usage(self, q: _Queue) -> None:
+        """Admission fair sharing: bring the head of the LocalQueue with the lowest usage now (penalties of this
+        pass included) to the cursor. Each LocalQueue's entries keep their order, so its head is its first entry
+        not yet behind the cursor; the rest of the list keeps the order of the start of the pass."""
+        assert q.by_local_queue is not None
+        best: _Entry | None = None
+        for key, listed in q.by_local_queue.items():
+            done = q.done_in_local_queue.get(key, 0)
+            while done < len(listed) and listed[done].outcome:
+                done += 1
+            q.done_in_local_queue[key] = done
+            if done < len(listed) and (best is None or self._entry_key(listed[done]) < self._entry_key(best)):
+                best = listed[done]
+        if best is not None and q.entries[q.cursor] is not best:
+            q.entries.insert(q.cursor, q.entries.pop(q.entries.index(best, q.cursor)))
+
     def _entry_key(self, e: _Entry) -> tuple[float, tuple[int, float, str, str, str]]:
         return self.scores.get((e.workload.namespace, e.workload.queue_name), 0.0), e.order
 
@@ -394,7 +419,6 @@ class _Pass:
             self._add_penalty(lq_key, a.usage)
             lq = self.local_queues[lq_key]
             self.scores[lq_key] = score(lq.consumed, lq.weight, self.afs, self.penalties[lq_key])
-            q.entries[q.cursor + 1 :] = sorted(q.entries[q.cursor + 1 :], key=self._entry_key)
         q.quota.add(a.usage)
         self.future.queues[q.cq.name].add(a.usage)
         e.outcome = _ADMITTED

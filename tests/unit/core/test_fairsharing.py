@@ -145,12 +145,14 @@ def test_preemptor_within_nominal_reclaims_without_strategy() -> None:
 # -- property: a fair-sharing preemption never breaks the strategy it ran under -----------------------------
 
 
-def _share(used: int, nominal: int, lendable: int, weight: int) -> float:
-    """Oracle for a flat cohort without lending limits: what a queue borrows, over what the cohort could lend."""
+def _share(used: int, nominal: int, lendable: int, weight: int) -> tuple[float, float]:
+    """Oracle for a flat cohort without lending limits: what a queue borrows, over what the cohort could lend,
+    over its weight; ordered as Kueue's CompareDRS orders shares: two infinite ones (weight 0) by the unweighted."""
     borrowed = max(0, used - nominal)
     if borrowed == 0 or lendable == 0:
-        return 0.0
-    return float("inf") if weight == 0 else borrowed * 1000 / lendable / weight
+        return 0.0, 0.0
+    unweighted = borrowed * 1000 / lendable
+    return (float("inf"), unweighted) if weight == 0 else (unweighted / weight, 0.0)
 
 
 @st.composite
