@@ -1,7 +1,8 @@
 """Hierarchical cohorts and fair sharing, end to end on the real API server.
 
-The tree test runs on the shared cluster and Turnstile. Fair sharing is a switch of Turnstile's configuration that
-changes every cohort's preemption, so its test runs a Turnstile of its own on a cluster of its own (~15 s more).
+The tree tests run on the shared cluster and Turnstile. Fair sharing and admission fair sharing are switches of
+Turnstile's configuration that change every cohort's preemption and ordering, so their tests share a Turnstile of
+their own on a cluster of their own (~15 s more, once for the module).
 The cluster has no kubelet: the tests finish Jobs by marking their pods Succeeded, as a kubelet would.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.kube import (
     JSON,
@@ -30,10 +32,13 @@ from tests.e2e.kube import (
     local_queue,
     waiting,
 )
+from webhook.api.quantity import parse_quantity
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).parents[1] / "fixtures" / "kueue-examples"
 
 
 def cpu_groups(flavor_name: str, nominal: str, **limits: str) -> list[JSON]:
@@ -115,7 +120,15 @@ def fair_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Loc
     local = LocalCluster(Path(base) / f"turnstile-fair-{os.getpid()}")
     local.start()
     try:
-        config: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "fairSharing": {}}
+        # The fairSharing configuration of Kueue's preemption documentation (both strategies), and
+        # admissionFairSharing as its documentation configures it, with times short enough for a test: usage
+        # sampled every second, halved every minute.
+        config: dict[str, Any] = yaml.safe_load((EXAMPLES / "fair-sharing-config.yaml").read_text())
+        config["admissionFairSharing"] = {
+            "usageHalfLifeTime": "60s",
+            "usageSamplingInterval": "1s",
+            "resourceWeights": {"cpu": 2.0, "memory": 1.0},
+        }
         fair = LocalTurnstile(local, Path(tmp_path_factory.mktemp("turnstile-fair")), config=config)
         fair.start()
         try:
@@ -200,9 +213,6 @@ def test_weights_one_and_two_share_a_saturated_cohort_one_to_two(
     assert get(cluster, "cohort", "shared")["status"]["fairSharing"] == {"weightedShare": 0}
 
 
-EXAMPLES = Path(__file__).parents[1] / "fixtures" / "kueue-examples"
-
-
 def test_kueue_style_cohort_tree_applies_and_limits_as_documented(
     cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
 ) -> None:
@@ -218,3 +228,54 @@ def test_kueue_style_cohort_tree_applies_and_limits_as_documented(
     finally:
         cluster.kubectl("delete", "jobs", "--all", "-n", namespace, "--wait=true", check=False)
         cluster.kubectl("delete", "-f", str(tree), "--wait=false", check=False)
+
+
+def _submit_cpu(cluster: LocalCluster, namespace: str, queue: str, names: list[str], cpu: str) -> None:
+    jobs = [job(namespace, n, queue=queue, requests={"cpu": cpu}) for n in names]
+    cluster.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": jobs}))
+
+
+@pytest.mark.timeout(240)  # includes starting the cluster of its own, if this test runs first
+def test_admission_fair_sharing_lets_a_new_local_queue_overtake_a_heavy_one(
+    fair_cluster: tuple[LocalCluster, LocalTurnstile],
+) -> None:
+    """Kueue's admission-fair-sharing example, unchanged: one StrictFIFO ClusterQueue of 9 cpu in
+    UsageBasedAdmissionFairSharing mode, LocalQueues lq-a and lq-b of weight 1 in namespace default."""
+    cluster, _ = fair_cluster
+    example = EXAMPLES / "admission-fair-sharing-setup.yaml"
+    cluster.kubectl("apply", "--server-side", "-f", str(example))
+    ns = "default"
+    try:
+        # 1. lq-a fills the queue (3 Jobs of 3 cpu) and queues two more behind them.
+        _submit_cpu(cluster, ns, "lq-a", [f"a-{i}" for i in range(5)], "3")
+        eventually(lambda: len(admitted_in(cluster, ns).get("cluster-queue", [])) == 3, what="3 of lq-a's admitted")
+        running_a = sorted(admitted_in(cluster, ns)["cluster-queue"])
+
+        # 2. Its decayed usage shows in its status, as the documentation's observability section says.
+        def consumed(lq: str) -> float:
+            status = get(cluster, "localqueue", lq, ns).get("status", {})
+            cpu = status.get("fairSharing", {}).get("admissionFairSharingStatus", {}).get("consumedResources", {})
+            return float(parse_quantity(cpu["cpu"]).nano) / 1e9 if "cpu" in cpu else 0.0
+
+        eventually(lambda: consumed("lq-a") > 0, what="lq-a's consumedResources")
+
+        # 3. lq-b arrives later with two Jobs: under plain StrictFIFO lq-a's older Jobs would go first.
+        _submit_cpu(cluster, ns, "lq-b", ["b-0", "b-1"], "3")
+        eventually(
+            lambda: (
+                {"b-0", "b-1"}
+                <= {w["metadata"]["ownerReferences"][0]["name"] for w in items(cluster, "workloads.kueue.x-k8s.io", ns)}
+            ),
+            what="lq-b's Workloads",
+        )
+        for done in running_a[:2]:
+            finish_job_pods(cluster, ns, done)
+        eventually(
+            lambda: {"b-0", "b-1"} <= set(admitted_in(cluster, ns).get("cluster-queue", [])), what="lq-b's admitted"
+        )
+        admitted_a = {n for n in admitted_in(cluster, ns)["cluster-queue"] if n.startswith("a-")}
+        assert admitted_a == set(running_a[2:]), admitted_a  # none of lq-a's waiting Jobs went before lq-b's
+        assert consumed("lq-b") < consumed("lq-a")
+    finally:
+        cluster.kubectl("delete", "jobs", "--all", "-n", ns, "--wait=true", check=False)
+        cluster.kubectl("delete", "-f", str(example), "--wait=false", check=False)

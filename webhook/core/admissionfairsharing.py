@@ -4,7 +4,10 @@ Owns: ``AdmissionFairSharing`` (Kueue's ``admissionFairSharing`` configuration),
 (``next_consumed``: an exponential moving average whose weight halves every ``usageHalfLifeTime``, sampled at most
 every ``usageSamplingInterval``) and the score that orders the workloads of a ClusterQueue whose
 ``admissionScope.admissionMode`` is ``UsageBasedAdmissionFairSharing``: the LocalQueue's consumed resources,
-weighted by ``resourceWeights``, divided by the LocalQueue's ``fairSharing.weight`` (lower goes first).
+weighted by ``resourceWeights``, divided by the LocalQueue's ``fairSharing.weight`` (lower goes first);
+and Kueue's *entry penalty*: a workload admitted since the LocalQueue's last sample counts as its requests times
+the weight the next sample will give them (``1 - 0.5^(interval / halfLife)``), so that a burst of admissions from
+one LocalQueue pushes it back at once, within the same pass and in the passes before that sample settles it.
 Must not: read the clock; ``now`` and the previous sample's time are passed in.
 """
 
@@ -53,9 +56,28 @@ def next_consumed(
     return out, now
 
 
-def score(consumed: Mapping[str, float], weight: Fraction, config: AdmissionFairSharing) -> float:
-    """Weighted consumed resources over the LocalQueue's weight: lower is admitted first (0 weight: last)."""
-    total = sum(amount * config.resource_weights.get(resource, 1.0) for resource, amount in consumed.items())
-    if weight == 0:
-        return math.inf if total > 0 else 0.0
+def entry_penalty(requests: Mapping[str, float], config: AdmissionFairSharing) -> dict[str, float]:
+    """What admitting a workload with these total requests (per resource, in units) adds to its LocalQueue's
+    usage until the next sample: Kueue's ``CalculateEntryPenalty`` (none without a half-life)."""
+    half_life = config.usage_half_life_seconds
+    if half_life <= 0:
+        return {}
+    alpha = 1 - math.pow(0.5, config.usage_sampling_interval_seconds / half_life)
+    return {resource: amount * alpha for resource, amount in requests.items()}
+
+
+def score(
+    consumed: Mapping[str, float],
+    weight: Fraction,
+    config: AdmissionFairSharing,
+    penalty: Mapping[str, float] | None = None,
+) -> float:
+    """Weighted consumed resources plus pending penalties, over the LocalQueue's weight: lower is admitted first
+    (a weight of 0 always last, as in Kueue's ``CalculateUsage``)."""
+    if weight <= 0:
+        return math.inf
+    total = 0.0
+    for resource in sorted(set(consumed) | set(penalty or ())):
+        amount = consumed.get(resource, 0.0) + (penalty.get(resource, 0.0) if penalty else 0.0)
+        total += amount * config.resource_weights.get(resource, 1.0)
     return total / float(weight)

@@ -58,6 +58,9 @@ class Assignment:
     usage: dict[FlavorResource, int]  # total over the workload, per (flavor, resource)
     short: frozenset[FlavorResource] = frozenset()  # where the quota is short (preemption would have to free it)
     attempts: list[Attempt] = field(default_factory=list)  # filled only when explaining
+    # Kueue's borrowing level: 0 without borrowing, else the height of the lowest cohort whose subtree holds the
+    # workload (see ``QueueQuota.borrowing_level``), the highest over the resources; Kueue orders heads by it.
+    level: int = 0
 
 
 class FlavorAssigner:
@@ -85,7 +88,7 @@ class FlavorAssigner:
         attempts: list[Attempt] = []
         short: set[FlavorResource] = set()
         worst = FIT
-        borrowing = False
+        level = 0
         for pod_set, count in zip(demand.pod_sets, counts, strict=True):
             # 1. This pod set's totals, grouped by the resource group that covers each resource.
             by_group: dict[int, list[tuple[str, int]]] = {}
@@ -103,7 +106,7 @@ class FlavorAssigner:
             flavors_of_set: dict[str, str] = {}
             # 2. Per group, walk the flavors in the queue's order until fungibility says stop.
             for g, wanted in by_group.items():
-                best: tuple[int, bool, str, list[FlavorResource]] | None = None
+                best: tuple[int, int, str, list[FlavorResource]] | None = None
                 for name in self._group_flavors[g]:
                     flavor = self.flavors[name]
                     why = (
@@ -115,7 +118,7 @@ class FlavorAssigner:
                         if explain:
                             attempts.append(Attempt(pod_set.name, name, wanted[0][0], NO_FLAVOR, note=why))
                         continue
-                    mode, borrow, lacking = FIT, False, []
+                    mode, borrow, lacking = FIT, 0, []
                     for resource, amount in wanted:
                         fr = (name, resource)
                         val = usage.get(fr, 0) + amount
@@ -123,7 +126,7 @@ class FlavorAssigner:
                         if val <= avail:
                             m = FIT
                             if quota.usage.get(fr, 0) + val > quota.nominal.get(fr, 0):
-                                borrow = True
+                                borrow = max(borrow, quota.borrowing_level(fr, val))
                         elif val <= quota.potential(fr):
                             m = PREEMPT if self.preemption_possible else WAIT
                             lacking.append(fr)
@@ -145,7 +148,8 @@ class FlavorAssigner:
                     mode_g = NO_FLAVOR
                 else:
                     mode_g, borrow_g, name, lacking = best
-                    borrowing = borrowing or (borrow_g and mode_g == FIT)
+                    if mode_g == FIT and borrow_g > level:
+                        level = borrow_g
                     short.update(lacking)
                     for resource, amount in wanted:
                         flavors_of_set[resource] = name
@@ -156,18 +160,19 @@ class FlavorAssigner:
                     if worst <= WAIT and not explain:
                         return Assignment(worst, False, counts, (), {})
             chosen.append(flavors_of_set)
-        return Assignment(worst, borrowing, counts, tuple(chosen), usage, frozenset(short), attempts)
+        return Assignment(worst, level > 0, counts, tuple(chosen), usage, frozenset(short), attempts, level)
 
     def _better(
-        self, a: tuple[int, bool, str, list[FlavorResource]], b: tuple[int, bool, str, list[FlavorResource]]
+        self, a: tuple[int, int, str, list[FlavorResource]], b: tuple[int, int, str, list[FlavorResource]]
     ) -> bool:
-        """Kueue's preference between two tried flavors; a flavor that can never work is never preferred."""
+        """Kueue's preference between two tried flavors (a lower borrowing level is better, as in its
+        ``granularMode``); a flavor that can never work is never preferred."""
         (mode_a, borrow_a, _, _), (mode_b, borrow_b, _, _) = a, b
         if (mode_a >= PREEMPT) != (mode_b >= PREEMPT):
             return mode_a >= PREEMPT
         if self._mode_first:
-            return (mode_a, not borrow_a) > (mode_b, not borrow_b)
-        return (not borrow_a, mode_a) > (not borrow_b, mode_b)
+            return (mode_a, -borrow_a) > (mode_b, -borrow_b)
+        return (-borrow_a, mode_a) > (-borrow_b, mode_b)
 
     def _attempt(self, pod_set: str, fr: FlavorResource, mode: int, val: int) -> Attempt:
         q = self.quota

@@ -1,36 +1,29 @@
 """Fair sharing: dominant resource shares over the cohort tree, the admission tournament and fair preemption.
 
 Owns: ``FairSharing`` (Kueue's ``fairSharing`` configuration: on/off and the preemption strategies), ``Shares``
-(each node's weighted dominant resource share, with or without a workload's usage), the tournament that picks
-which ClusterQueue's head goes next, and the fair-sharing victim search.
-Must not: change the book except while simulating (always restored), or read anything but the book.
+(each node's weighted dominant resource share, with or without a workload's usage) and the tournament that picks
+which ClusterQueue's head goes next. The victim search is ``webhook.core.fairpreemption``.
+Must not: change the book, or read anything but the book.
 
-Kueue's rules (``pkg/cache/scheduler/fair_sharing.go``, ``pkg/scheduler/preemption/fairsharing``), in our words:
+Kueue's rules (``pkg/cache/scheduler/fair_sharing.go``, ``pkg/scheduler/fair_sharing_iterator.go``), in our words:
 
 * a node with a parent *borrows* in a flavor-resource what its usage exceeds its subtree quota by; per resource
   name the borrowed amounts of all flavors add up, and are compared, in thousandths, with what the parent could
   lend at most in that resource (its potential, summed over flavors); the largest ratio is the node's dominant
   resource share, divided by its ``fairSharing.weight`` (a weight of 0 with anything borrowed is infinite);
-* admission: at every cohort, among the children that have a head to offer, the one whose share would be lowest
-  after admitting that head goes first (then higher priority, then older); the winner climbs to the root;
-* preemption: target queues are visited from the highest share down (compared at the level just below where the
-  preemptor's and the target's branches meet); a victim from another queue is taken only if the configured
-  strategy allows: ``LessThanOrEqualToFinalShare`` (the preemptor's share with its workload is at most the
-  target's share without the victim) or ``LessThanInitialShare`` (the preemptor's share with its workload is below
-  the target's share with the victim); strategies are tried in the configured order. Victims in the preemptor's
-  own queue, and any victim when the preemptor stays within its nominal quota, need no strategy.
+* admission: at every cohort, among the children that have a head to offer, a child that would not borrow from
+  that cohort goes first, then the one whose share would be lowest after admitting that head, then higher
+  priority, then older; the winner climbs to the root.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final
 
-from webhook.api import constants
-from webhook.core.preemption import Holder, Preemptor, fits, reclaim_allows, within_queue_allows
 from webhook.core.quota import FlavorResource, QuotaBook, QuotaNode
 
 LESS_THAN_OR_EQUAL_TO_FINAL_SHARE: Final = "LessThanOrEqualToFinalShare"
@@ -161,12 +154,41 @@ def _number(weight: Fraction) -> str:
 
 # -- admission ------------------------------------------------------------------------------------------------
 
-# (queue, usage if its head is admitted, whether that borrows, the head's order: priority, age, uid...)
-Candidate = tuple[str, Mapping[FlavorResource, int], bool, tuple[object, ...]]
+# (queue, usage if its head is admitted, the head's order: priority, age, uid...)
+Candidate = tuple[str, Mapping[FlavorResource, int], tuple[object, ...]]
+# A candidate with what its usage adds to each node on its path (by node id): less than the usage above a node
+# whose lending limit keeps part of it.
+_Offered = tuple[Candidate, dict[int, dict[FlavorResource, int]]]
+
+
+def lifted(queue: QuotaNode, usage: Mapping[FlavorResource, int]) -> dict[int, dict[FlavorResource, int]]:
+    """What adding ``usage`` to ``queue`` adds to the usage of it and each ancestor (as ``QuotaNode.add`` does)."""
+    out: dict[int, dict[FlavorResource, int]] = {}
+    node: QuotaNode | None = queue
+    pending = dict(usage)
+    while node is not None and pending:
+        out[id(node)] = pending
+        parent = node.parent
+        passed: dict[FlavorResource, int] = {}
+        if parent is not None:
+            for fr, delta in pending.items():
+                if fr not in node.subtree:
+                    continue
+                kept, before = node.guaranteed.get(fr, 0), node.usage.get(fr, 0)
+                up = max(0, before + delta - kept) - max(0, before - kept)
+                if up:
+                    passed[fr] = up
+        node, pending = parent, passed
+    return out
 
 
 class Tournament:
     """Kueue's tournament, kept up to date: offering a queue's new head re-runs only its path to the root.
+
+    At every cohort, among the children with a head to offer: first a child that would not borrow from this
+    cohort, in the resources the head asks for (Kueue's ``FairSharingPrioritizeNonBorrowing``, on by default:
+    applied at each level, it prefers heads served lower in the tree); then the child whose share would be
+    lowest with that head; then priority and age.
 
     A head's usage (which flavors it would take) is the one computed when it was offered; the scheduler assigns
     it afresh before admitting it, so a stale estimate can only change the order, never what fits.
@@ -174,8 +196,9 @@ class Tournament:
 
     def __init__(self, shares: Shares) -> None:
         self.shares = shares
-        self._candidate: dict[int, Candidate] = {}
-        self._winner: dict[int, Candidate | None] = {}  # per node, while nothing below it changed
+        self._candidate: dict[int, _Offered] = {}
+        self._winner: dict[int, _Offered | None] = {}  # per node, while nothing below it changed
+        self._key: dict[int, tuple[bool, float, tuple[object, ...]]] = {}  # per child node with a winner, likewise
         self._roots: dict[int, QuotaNode] = {}
 
     def offer(self, queue: str, candidate: Candidate | None) -> None:
@@ -185,9 +208,10 @@ class Tournament:
         if candidate is None:
             self._candidate.pop(id(node), None)
         else:
-            self._candidate[id(node)] = candidate
+            self._candidate[id(node)] = (candidate, lifted(node, candidate[1]))
         while node is not None:
             self._winner.pop(id(node), None)
+            self._key.pop(id(node), None)
             if node.parent is None:
                 self._roots[id(node)] = node
             node = node.parent
@@ -198,145 +222,36 @@ class Tournament:
         for root in self._roots.values():
             best = self._best(root)
             if best is not None:
-                out.append(best[0])
+                out.append(best[0][0])
         return sorted(out)
 
-    def _best(self, node: QuotaNode) -> Candidate | None:
+    def _best(self, node: QuotaNode) -> _Offered | None:
         key = id(node)
         if key in self._winner:
             return self._winner[key]
-        best: Candidate | None = self._candidate.get(key)
+        best: _Offered | None = self._candidate.get(key)
         if best is None and node.children:
             best_key: tuple[bool, float, tuple[object, ...]] | None = None
             for child in node.children:
-                c = self._best(child)
-                if c is None:
+                offered = self._best(child)
+                if offered is None:
                     continue
-                # Kueue's FairSharingPrioritizeNonBorrowing (on by default): a head that needs no borrowing goes
-                # first; then the child whose share would be lowest with that head; then priority and age.
-                child_key = (c[2], self.shares.share(child, c[1]), c[3])
+                child_key = self._key.get(id(child))
+                if child_key is None:  # only the children on a changed path are computed again
+                    (_, usage, order), extras = offered
+                    extra = extras.get(id(child), {})
+                    child_key = (_borrows_on(child, extra, usage), self.shares.share(child, extra), order)
+                    self._key[id(child)] = child_key
                 if best_key is None or child_key < best_key:
-                    best_key, best = child_key, c
+                    best_key, best = child_key, offered
         self._winner[key] = best
         return best
 
 
-# -- preemption -----------------------------------------------------------------------------------------------
-
-
-def find_fair_victims(
-    book: QuotaBook,
-    shares: Shares,
-    preemptor: Preemptor,
-    holders_by_queue: Mapping[str, Sequence[Holder]],
-    pool_queues: Sequence[str],
-    taken: Container[tuple[str, str]],
-    strategies: Sequence[str],
-) -> list[tuple[Holder, str]] | None:
-    """Victims (with Kueue reasons) that make room for ``preemptor`` under fair sharing, or None.
-
-    ``book`` is the pass's future book, as for ``find_victims``; it is left exactly as it was found.
-    """
-    cq = preemptor.cluster_queue
-    quota = book.queues[cq.name]
-    short = preemptor.short
-
-    def useful(h: Holder) -> bool:
-        return h.key not in taken and any(fr in short for fr in h.usage)
-
-    own_policy = cq.preemption.within_cluster_queue
-    reclaim = cq.preemption.reclaim_within_cohort
-    candidates: dict[str, list[Holder]] = {}
-    for name in pool_queues:
-        if name == cq.name:
-            listed = [h for h in holders_by_queue.get(name, ()) if useful(h)]
-            listed = [h for h in listed if within_queue_allows(own_policy, preemptor, h)]
-        elif reclaim != "Never":
-            listed = [h for h in holders_by_queue.get(name, ()) if useful(h) and reclaim_allows(reclaim, preemptor, h)]
-        else:
-            listed = []
-        if listed:
-            candidates[name] = listed
-
-    removed: list[Holder] = []
-    reasons: dict[tuple[str, str], str] = {}
-    found = False
-    for strategy in strategies:
-        allows = _strategy(strategy)
-        skipped: set[str] = set()
-        while not found:
-            target = _next_target(book, shares, quota, candidates, skipped, short)
-            if target is None:
-                break
-            victim_queue = book.queues[target]
-            h = candidates[target][0]
-            if target == cq.name:
-                reason = constants.PREEMPTED_IN_CLUSTER_QUEUE
-            elif _within_nominal(quota, preemptor.usage):
-                reason = constants.PREEMPTED_IN_COHORT_RECLAMATION
-            else:
-                pair = branches(quota, victim_queue)
-                if pair is None:
-                    skipped.add(target)
-                    continue
-                mine, theirs = pair
-                own_share = shares.share(mine, preemptor.usage)
-                if not allows(own_share, shares.share(theirs), shares.share(theirs, h.usage, -1)):
-                    skipped.add(target)
-                    continue
-                reason = constants.PREEMPTED_IN_COHORT_FAIR_SHARING
-            candidates[target].pop(0)
-            if not candidates[target]:
-                del candidates[target]
-            victim_queue.add(h.usage, -1)
-            removed.append(h)
-            reasons[h.key] = reason
-            found = fits(quota, preemptor.usage, borrow=True)
-        if found:
-            break
-    chosen = list(removed)
-    if found:
-        for h in reversed(removed[:-1]):  # give back every victim not needed after all, newest choice first
-            book.queues[h.cluster_queue].add(h.usage, 1)
-            if fits(quota, preemptor.usage, borrow=True):
-                chosen.remove(h)
-            else:
-                book.queues[h.cluster_queue].add(h.usage, -1)
-    for h in chosen:
-        book.queues[h.cluster_queue].add(h.usage, 1)
-    return [(h, reasons[h.key]) for h in chosen] if found else None
-
-
-def _strategy(name: str) -> Callable[[float, float, float], bool]:
-    if name == LESS_THAN_OR_EQUAL_TO_FINAL_SHARE:
-        return lambda mine, before, after: mine <= after
-    return lambda mine, before, after: mine < before
-
-
-def _within_nominal(quota: QuotaNode, usage: Mapping[FlavorResource, int]) -> bool:
-    return all(quota.usage.get(fr, 0) + v <= quota.nominal.get(fr, 0) for fr, v in usage.items())
-
-
-def _next_target(
-    book: QuotaBook,
-    shares: Shares,
-    quota: QuotaNode,
-    candidates: Mapping[str, list[Holder]],
-    skipped: Container[str],
-    short: Container[FlavorResource],
-) -> str | None:
-    """The borrowing queue with the highest share (by name on a tie), then the preemptor's own queue."""
-    best: tuple[float, str] | None = None
-    for name in sorted(candidates):
-        if name in skipped or name == quota.name:
-            continue
-        node = book.queues[name]
-        if not any(node.borrowing(fr) for fr in node.usage if fr in short):
-            continue  # its usage is its own quota: nothing to reclaim there
-        pair = branches(quota, node)
-        share = shares.share(pair[1]) if pair is not None else shares.share(node)
-        if best is None or share > best[0]:
-            best = (share, name)
-    if best is not None:
-        return best[1]
-    return quota.name if quota.name in candidates and quota.name not in skipped else None
+def _borrows_on(node: QuotaNode, extra: Mapping[FlavorResource, int], requested: Mapping[FlavorResource, int]) -> bool:
+    """Whether ``node``, with ``extra`` added, uses more than its subtree quota in a resource the head asks for."""
+    usage, subtree = node.usage, node.subtree
+    return any(
+        amount > 0 and fr in subtree and usage.get(fr, 0) + extra.get(fr, 0) > subtree[fr]
+        for fr, amount in requested.items()
+    )

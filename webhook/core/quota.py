@@ -33,6 +33,7 @@ class QuotaNode:
         "borrowing_limit",
         "children",
         "guaranteed",
+        "height",
         "lending_limit",
         "name",
         "nominal",
@@ -52,6 +53,7 @@ class QuotaNode:
         self.subtree: dict[FlavorResource, int] = {}  # own nominal + what the children lend into it
         self.guaranteed: dict[FlavorResource, int] = {}  # kept for this subtree, never lent to the parent
         self.usage: dict[FlavorResource, int] = {}
+        self.height = 0  # Kueue's height of a cohort: 1 above queues only, one more per level of cohorts below
         self.version = 0  # bumped on every usage change below: lets the scheduler skip re-checks
 
     @property
@@ -138,6 +140,25 @@ class QueueQuota(QuotaNode):
         if fr not in self.nominal:
             return 0
         return self._most(fr)
+
+    def borrowing_level(self, fr: FlavorResource, amount: int) -> int:
+        """How far up the tree taking ``amount`` more of ``fr`` reaches, as Kueue ranks it: 0 within the queue's
+        nominal quota, else the height of the lowest ancestor whose subtree holds it without borrowing itself
+        (the root's height when none does). Lower is more local."""
+        parent = self.parent
+        if parent is None or self.usage.get(fr, 0) + amount <= self.nominal.get(fr, 0):
+            return 0
+        # What the queue keeps (lending limit) and has free is not seen by its parent.
+        kept = self.guaranteed.get(fr, 0) - self.usage.get(fr, 0)
+        remaining = amount - (kept if kept > 0 else 0)
+        node: QuotaNode | None = parent
+        while node is not None:
+            if node.usage.get(fr, 0) + remaining <= node.subtree.get(fr, 0):
+                return node.height
+            kept = node.guaranteed.get(fr, 0) - node.usage.get(fr, 0)
+            remaining -= kept if kept > 0 else 0
+            node = node.parent
+        return parent.root.height
 
     def lendable_by_cohort(self, fr: FlavorResource) -> int:
         """What the rest of the tree has free to lend this queue in ``fr`` (ignoring this queue's limit)."""
@@ -234,6 +255,10 @@ def _sum_subtree(node: QuotaNode) -> None:
     """Fill ``subtree`` and ``guaranteed`` bottom-up (children first) from the nodes' own quotas."""
     for child in node.children:
         _sum_subtree(child)
+    if isinstance(node, CohortQuota):
+        node.height = max(
+            [1 if node.children else 0] + [c.height + 1 for c in node.children if isinstance(c, CohortQuota)]
+        )
     subtree = dict(node.nominal)
     for child in node.children:
         for fr, amount in child.subtree.items():

@@ -33,7 +33,7 @@ from webhook.api.clusterqueue import NEVER, STRICT_FIFO, ClusterQueue
 from webhook.api.quantity import Quantity
 from webhook.api.selector import matches
 from webhook.api.workload import Workload
-from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, score
+from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, entry_penalty, score
 from webhook.core.assignment import FIT, PREEMPT, Assignment, FlavorAssigner
 from webhook.core.decisions import (
     RETRY_ON_PREEMPTED,
@@ -49,7 +49,8 @@ from webhook.core.decisions import (
     victim_message,
 )
 from webhook.core.demand import Demand, DemandCache
-from webhook.core.fairsharing import FairSharing, Shares, Tournament, fair_note, find_fair_victims, status_value
+from webhook.core.fairpreemption import find_fair_victims
+from webhook.core.fairsharing import FairSharing, Shares, Tournament, fair_note, status_value
 from webhook.core.preemption import Holder, Preemptor, candidate_order, find_victims
 from webhook.core.quota import QueueQuota, QuotaBook
 from webhook.core.reasons import explain_shortage
@@ -67,7 +68,7 @@ _FAILED: Final = "failed"
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity: found in its queue's list by ``list.index``
 class _Entry:
     workload: Workload
     demand: Demand
@@ -85,6 +86,9 @@ class _Queue:
     cursor: int = 0
     blocked: bool = False
     failed_shapes: dict[Demand, int] = field(default_factory=dict)
+    # Admission fair sharing only: the entries of each LocalQueue in order, and how many of each are behind us.
+    by_local_queue: dict[tuple[str, str], list[_Entry]] | None = None
+    done_in_local_queue: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def schedule(
@@ -182,17 +186,27 @@ class _Pass:
                 continue
             order = (-wl.priority, wl.created.timestamp(), wl.uid, wl.namespace, wl.name)
             target.entries.append(_Entry(wl, demands.of(wl), order))
+        self.afs = afs
+        self.penalties: dict[tuple[str, str], dict[str, float]] = {}
+        self.scores: dict[tuple[str, str], float] = {}
+        # Admission fair sharing: the LocalQueue that used least lately (per its weight) goes first; what it was
+        # admitted since its last sample counts as Kueue's entry penalty.
+        fair_queues = {n for n, q in self.queues.items() if afs.enabled and q.cq.admission_mode == USAGE_BASED}
+        for wl in workloads if fair_queues else ():
+            lq = self.local_queues.get((wl.namespace, wl.queue_name))
+            if lq is None or wl.admission is None or wl.admission.cluster_queue not in fair_queues:
+                continue
+            if wl.holds_quota and (lq.last_update is None or wl.quota_reserved_at >= lq.last_update):
+                self._add_penalty((wl.namespace, wl.queue_name), usage_nano(wl))
+        for key, lq in self.local_queues.items():
+            if lq.cluster_queue in fair_queues:
+                self.scores[key] = score(lq.consumed, lq.weight, afs, self.penalties.get(key))
         for q in self.queues.values():
-            if afs.enabled and q.cq.admission_mode == USAGE_BASED:
-                # Admission fair sharing: the LocalQueue that used least lately (per its weight) goes first.
-                scores = {
-                    key: score(lq.consumed, lq.weight, afs)
-                    for key, lq in self.local_queues.items()
-                    if lq.cluster_queue == q.cq.name
-                }
-                q.entries.sort(key=lambda e: (scores.get((e.workload.namespace, e.workload.queue_name), 0.0), e.order))
-            else:
-                q.entries.sort(key=lambda e: e.order)
+            q.entries.sort(key=self._entry_key)
+            if q.cq.name in fair_queues:
+                q.by_local_queue = {}
+                for e in q.entries:
+                    q.by_local_queue.setdefault((e.workload.namespace, e.workload.queue_name), []).append(e)
 
     # -- resolution -------------------------------------------------------------------------------------
 
@@ -285,20 +299,21 @@ class _Pass:
             return
         e = q.entries[q.cursor]
         a = q.assigner.assign(e.demand, e.demand.full_counts())
-        tournament.offer(q.cq.name, (q.cq.name, a.usage, a.borrowing, e.order))
+        tournament.offer(q.cq.name, (q.cq.name, a.usage, e.order))
 
     def _rounds(self, *, phase: int) -> None:
         active = [q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)]
         while active:
             # 1. Nominate each queue's head (skipping heads whose shape already failed in this queue).
-            heads: list[tuple[tuple[bool, tuple[int, float, str, str, str]], _Queue, _Entry, Assignment, int]] = []
+            heads: list[tuple[tuple[int, tuple[int, float, str, str, str]], _Queue, _Entry, Assignment, int]] = []
             for q in active:
                 if not self._skip_known_failures(q):
                     continue
                 e = q.entries[q.cursor]
                 a = q.assigner.assign(e.demand, e.demand.full_counts())
-                heads.append(((a.borrowing, e.order), q, e, a, q.quota.pool_version()))
-            # 2. Non-borrowing first, then priority, then age, as Kueue orders a cycle.
+                heads.append(((a.level, e.order), q, e, a, q.quota.pool_version()))
+            # 2. By borrowing level (non-borrowing first, then borrowing from nearer cohorts), then priority, then
+            # age, as Kueue orders a cycle.
             heads.sort(key=lambda h: h[0])
             active = []
             for _, q, e, a, version in heads:
@@ -315,6 +330,8 @@ class _Pass:
     def _skip_known_failures(self, q: _Queue) -> bool:
         """Fail heads whose shape already failed here; False when the queue is exhausted or blocked."""
         while q.cursor < len(q.entries):
+            if q.by_local_queue is not None:
+                self._next_by_usage(q)
             e = q.entries[q.cursor]
             if e.demand not in q.failed_shapes:
                 return True
@@ -369,7 +386,39 @@ class _Pass:
                 hi = mid - 1
         return best
 
+    def _next_by_usage(self, q: _Queue) -> None:
+        """Admission fair sharing: bring the head of the LocalQueue with the lowest usage now (penalties of this
+        pass included) to the cursor. Each LocalQueue's entries keep their order, so its head is its first entry
+        not yet behind the cursor; the rest of the list keeps the order of the start of the pass."""
+        assert q.by_local_queue is not None
+        best: _Entry | None = None
+        for key, listed in q.by_local_queue.items():
+            done = q.done_in_local_queue.get(key, 0)
+            while done < len(listed) and listed[done].outcome:
+                done += 1
+            q.done_in_local_queue[key] = done
+            if done < len(listed) and (best is None or self._entry_key(listed[done]) < self._entry_key(best)):
+                best = listed[done]
+        if best is not None and q.entries[q.cursor] is not best:
+            q.entries.insert(q.cursor, q.entries.pop(q.entries.index(best, q.cursor)))
+
+    def _entry_key(self, e: _Entry) -> tuple[float, tuple[int, float, str, str, str]]:
+        return self.scores.get((e.workload.namespace, e.workload.queue_name), 0.0), e.order
+
+    def _add_penalty(self, lq_key: tuple[str, str], usage: dict[tuple[str, str], int]) -> None:
+        requests: dict[str, float] = {}
+        for (_, resource), nano in usage.items():
+            requests[resource] = requests.get(resource, 0.0) + nano / 1e9
+        total = self.penalties.setdefault(lq_key, {})
+        for resource, amount in entry_penalty(requests, self.afs).items():
+            total[resource] = total.get(resource, 0.0) + amount
+
     def _admit(self, q: _Queue, e: _Entry, a: Assignment) -> None:
+        lq_key = (e.workload.namespace, e.workload.queue_name)
+        if lq_key in self.scores:  # admission fair sharing: the LocalQueue's usage grows at once, in this pass too
+            self._add_penalty(lq_key, a.usage)
+            lq = self.local_queues[lq_key]
+            self.scores[lq_key] = score(lq.consumed, lq.weight, self.afs, self.penalties[lq_key])
         q.quota.add(a.usage)
         self.future.queues[q.cq.name].add(a.usage)
         e.outcome = _ADMITTED

@@ -14,6 +14,7 @@ from webhook.api.clusterqueue import ANY, LOWER_PRIORITY, NEVER, ClusterQueue
 from webhook.api.cohort import Cohort
 from webhook.api.workload import Workload
 from webhook.core.decisions import SchedulingResult
+from webhook.core.fairpreemption import TargetOrder
 from webhook.core.fairsharing import (
     LESS_THAN_INITIAL_SHARE,
     LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
@@ -21,6 +22,7 @@ from webhook.core.fairsharing import (
     Shares,
     status_value,
 )
+from webhook.core.preemption import Holder
 from webhook.core.quota import QuotaBook
 from webhook.core.scheduler import schedule
 
@@ -143,12 +145,14 @@ def test_preemptor_within_nominal_reclaims_without_strategy() -> None:
 # -- property: a fair-sharing preemption never breaks the strategy it ran under -----------------------------
 
 
-def _share(used: int, nominal: int, lendable: int, weight: int) -> float:
-    """Oracle for a flat cohort without lending limits: what a queue borrows, over what the cohort could lend."""
+def _share(used: int, nominal: int, lendable: int, weight: int) -> tuple[float, float]:
+    """Oracle for a flat cohort without lending limits: what a queue borrows, over what the cohort could lend,
+    over its weight; ordered as Kueue's CompareDRS orders shares: two infinite ones (weight 0) by the unweighted."""
     borrowed = max(0, used - nominal)
     if borrowed == 0 or lendable == 0:
-        return 0.0
-    return float("inf") if weight == 0 else borrowed * 1000 / lendable / weight
+        return 0.0, 0.0
+    unweighted = borrowed * 1000 / lendable
+    return (float("inf"), unweighted) if weight == 0 else (unweighted / weight, 0.0)
 
 
 @st.composite
@@ -224,3 +228,54 @@ def test_pending_reason_says_whose_share_decided_and_how_much() -> None:
         "fair sharing: ClusterQueue light (weight 1) has weighted share 0, 34 with this workload; "
         "highest in cohort shared: ClusterQueue heavy at 500"
     ) in p.message
+
+
+# -- Kueue's target order for fair preemption ---------------------------------------------------------------
+
+
+def test_targets_are_visited_from_the_root_down_by_share_the_preemptors_queue_in_its_turn() -> None:
+    # org -> dept-a (P, A2), dept-b (B1), a lender; dept-c (C1, and a lender of its own). P (the preemptor's
+    # queue) borrows most in dept-a, dept-a more than dept-b: Kueue visits P first (not last), then A2, then
+    # dept-b's B1. The lender does not borrow; nor does dept-c as a whole, so C1, although it borrows from its
+    # own lender, is never visited.
+    cohorts = [cohort(n, parent="org") for n in ("dept-a", "dept-b", "dept-c")]
+    cqs = [
+        cpu_queue("P", 0, cohort="dept-a"),
+        cpu_queue("A2", 0, cohort="dept-a"),
+        cpu_queue("B1", 0, cohort="dept-b"),
+        cpu_queue("lender", 10, cohort="org"),
+        cpu_queue("C1", 0, cohort="dept-c"),
+        cpu_queue("C-lender", 2, cohort="dept-c"),
+    ]
+    book = QuotaBook(cqs, cohorts)
+    shares = Shares(book, {}, {})
+    for name, cpu in (("P", 4), ("A2", 2), ("B1", 1), ("lender", 1), ("C1", 1)):
+        book.queues[name].add({CPU: cpu * UNIT})
+    held = {name: [admitted(workload(f"{name}-w", queue=name), name)] for name in ("P", "A2", "B1", "lender", "C1")}
+    candidates = {
+        name: [Holder(w.key, w.uid, name, 0, w.created, w.quota_reserved_at, {CPU: UNIT}) for w in wls]
+        for name, wls in held.items()
+    }
+    order = TargetOrder(book, shares, book.queues["P"], candidates)
+    visited = []
+    while (target := order.next()) is not None:
+        visited.append(target)
+        h = candidates[target].pop(0)
+        book.queues[target].add(h.usage, -1)
+    assert visited == ["P", "A2", "B1"]
+
+
+def test_reclaim_candidates_come_only_from_queues_borrowing_when_the_search_starts() -> None:
+    # owner's workload needs 2 cpu back; "within" uses only its own 3 cpu, "over" borrows 1: only "over" may lose one.
+    cqs = [
+        cpu_queue("owner", 2, cohort="c", reclaim=ANY),
+        cpu_queue("within", 3, cohort="c"),
+        cpu_queue("over", 0, cohort="c"),
+    ]
+    holders = [
+        *(admitted(workload(f"w{i}", queue="within", cpu=1), "within", reserved_age=i) for i in range(3)),
+        admitted(workload("o0", queue="over", cpu=2), "over", reserved_age=5),
+    ]
+    result = run(cqs, [*holders, workload("mine", queue="owner", cpu=2, age=10)])
+    (p,) = result.preemptions
+    assert [(v.workload[1], v.reason) for v in p.victims] == [("o0", constants.PREEMPTED_IN_COHORT_RECLAMATION)]

@@ -19,6 +19,7 @@ from webhook.api.clusterqueue import ANY, ClusterQueue, ResourceGroup
 from webhook.api.cohort import Cohort
 from webhook.api.workload import Workload
 from webhook.core.decisions import SchedulingResult
+from webhook.core.fairsharing import FairSharing
 from webhook.core.quota import QuotaBook
 from webhook.core.scheduler import schedule
 
@@ -159,3 +160,37 @@ def test_no_reclaim_from_a_queue_within_its_own_quota() -> None:
     result = run(cqs, cohorts, [*holders, workload("mine", queue="a1", cpu=3, age=10)])
     assert result.preemptions == ()
     assert result.admitted == ()
+
+
+# -- borrowing level: heads served nearer in the tree go first ------------------------------------------------
+
+
+def test_borrowing_level_is_the_height_of_the_lowest_subtree_that_holds_the_workload() -> None:
+    cqs, cohorts = org()
+    book = QuotaBook(cqs, cohorts)
+    assert [book.cohorts[c].height for c in ("dept-a", "dept-b", "org")] == [1, 1, 2]
+    a1 = book.queues["a1"]
+    assert a1.borrowing_level(CPU, 2 * UNIT) == 0  # its own nominal quota
+    assert a1.borrowing_level(CPU, 3 * UNIT) == 1  # a2's quota, inside dept-a
+    assert a1.borrowing_level(CPU, 5 * UNIT) == 2  # needs the organisation
+    a1.add({CPU: 2 * UNIT})
+    book.queues["a2"].add({CPU: 2 * UNIT})
+    assert a1.borrowing_level(CPU, 1 * UNIT) == 2  # dept-a is full: from the organisation now
+    assert a1.borrowing_level(CPU, 100 * UNIT) == 2  # nothing holds it: the root's height
+
+
+@pytest.mark.parametrize("fair", [False, True])
+def test_a_head_borrowing_within_its_department_goes_before_one_borrowing_from_the_organisation(fair: bool) -> None:
+    # organisation (1 cpu) -> dept-x (1 cpu of its own) -> x1; dept-y (none) -> y1. Both queues have no quota:
+    # x1's head borrows from dept-x (level 1), y1's older and bigger head from the organisation (level 2); only
+    # one of them fits. A yes/no "borrowing" flag would let the older one win.
+    cohorts = [
+        cohort("org", cpu_group(1)),
+        cohort("dept-x", cpu_group(1), parent="org"),
+        cohort("dept-y", parent="org"),
+    ]
+    cqs = [cpu_queue("x1", 0, cohort="dept-x"), cpu_queue("y1", 0, cohort="dept-y")]
+    wls = [workload("y-big", queue="y1", cpu=2, age=0), workload("x-small", queue="x1", cpu=1, age=10)]
+    snap = snapshot(cqs, wls, cohorts=cohorts)
+    result = schedule(snap, now=NOW, fair_sharing=FairSharing(enabled=fair))
+    assert [(a.workload[1], a.borrowing) for a in result.admitted] == [("x-small", True)]
