@@ -1,7 +1,7 @@
 """The reconciler part of ``turnstile run`` in a process of its own, restarted by the webhook process when it ends.
 
-Owns: ``ReconcilerProcess`` (the parent side: start, relay, restart with backoff, stop) and ``child_main`` (the
-child: the full watch-fed cache, leader election on its own thread, the reconciler while leading).
+Owns: ``ReconcilerProcess`` (the parent side: start, leader election, relay, restart with backoff, stop) and
+``child_main`` (the child: the full watch-fed cache, and the reconciler once the parent says it leads).
 
 Why a process: the scheduler, the writers and their cache are CPU-heavy Python (a pass over 50,000 pending
 Workloads, a 100 MB list decode on a re-list); on the webhook's interpreter every one of those milliseconds is a
@@ -9,9 +9,18 @@ millisecond no review is answered. In a process of its own the kernel shares the
 stall, a crash or a lost Lease ends the reconciler only: the webhooks keep serving while a fresh reconciler (new
 identity, new cache, nothing half-done carried over) starts and campaigns again.
 
+Why the Lease is renewed here, in the parent, on a thread of its own (``LeaseThread``), and not in the child: the
+child runs niced (its work is throughput, the webhooks' is latency), and a thread of a niced process that holds the
+interpreter lock while the kernel has it waiting for a core makes every other thread of that process wait too; a
+renewal thread there missed 24 renewals in the issue-18 soak (a 9.4 s gap, on a 10 s renew deadline). In this
+process the lock's holder is the serving loop at normal priority, whose steps are short. The child reconciles only
+after the parent tells it that it leads; when a renewal fails past the renew deadline, the parent SIGKILLs the child
+at once (another replica may take the Lease only a lease duration after the last renewal, later still), and gives
+the Lease up only after the child has ended.
+
 The child never outlives the parent: the kernel kills it when the parent dies (``PR_SET_PDEATHSIG``), and it stops
-when the pipe to the parent closes. Through the pipe it sends its replica role when it changes and its metric
-families once a second, which the parent's ``/metrics`` shows beside its own. Must not: serve webhooks.
+when the pipe to the parent closes. Through the pipe it sends its metric families once a second (rendered, see
+``Metrics.families``), which the parent's ``/metrics`` shows beside its own. Must not: serve webhooks.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import logging
 import multiprocessing
 import os
@@ -31,6 +41,8 @@ import uuid
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Final
 
+from webhook.controller.leader import LeaseConfig, LeaseThread
+from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -40,13 +52,22 @@ log = logging.getLogger(__name__)
 
 EXIT_LOST_LEASE: Final = 3
 RELAY_SECONDS: Final = 1.0
-# The reconciler is throughput work and the webhooks latency work: its event loop thread runs at nice 10, so when
-# the cores are short the kernel runs the webhook process first. Measured on the saturated 2-core machine: with
-# the reconciler not niced it took 21 CPU-seconds to the webhook process's 11, and valid reviews waited 10 s; at
-# nice 10 every one was answered (p50 0.45 s). Niceness is per thread on Linux: the Lease thread, started before,
-# keeps nice 0, so renewals do not starve behind the scheduler.
+# The reconciler is throughput work and the webhooks latency work: its threads run at nice 10 (and SCHED_BATCH),
+# so when the cores are short the kernel runs the webhook process first. Measured on the saturated 2-core machine:
+# with the reconciler not niced it took 21 CPU-seconds to the webhook process's 11, and valid reviews waited 10 s.
 RECONCILER_NICENESS: Final = 10
 _PR_SET_PDEATHSIG: Final = 1
+
+
+def background_priority(niceness: int = RECONCILER_NICENESS) -> None:
+    """This thread (and the threads it starts later) at ``niceness`` and ``SCHED_BATCH``: the kernel then also
+    stops letting it preempt a running thread when it wakes (it waits for its turn), so a burst of watch events
+    does not cut into a review being answered. Neither needs a privilege; both are per thread on Linux."""
+    tid = threading.get_native_id()
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, tid, niceness)
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))
 
 
 def die_with_parent(parent: int) -> None:
@@ -77,6 +98,8 @@ class ReconcilerProcess:
         self._context = multiprocessing.get_context("spawn")
         self._process: Any = None
         self._conn: Connection | None = None
+        self._elector: LeaseThread | None = None
+        self._lost = False
         self.restarts = 0
         self.role = "follower"
         self._stopping = False
@@ -96,7 +119,7 @@ class ReconcilerProcess:
             started = time.monotonic()
             code = await self._run_once()
             self._became("follower")
-            self._metrics.relay([])
+            self._metrics.relay({})
             if self._stopping:
                 return
             if time.monotonic() - started > 60:
@@ -110,22 +133,78 @@ class ReconcilerProcess:
     async def _run_once(self) -> int | None:
         loop = asyncio.get_running_loop()
         parent_conn, child_conn = self._context.Pipe()
+        identity = f"{self._options.identity or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         # Started from the loop's (main) thread: PR_SET_PDEATHSIG fires when the *thread* that forked exits.
         process = self._context.Process(
             target=child_main,
-            args=(self._options, child_conn, os.getpid(), self._log_level, self._json_logs),
+            args=(self._options, child_conn, os.getpid(), self._log_level, self._json_logs, identity),
             name="turnstile-reconciler",
         )
         process.start()
         child_conn.close()
-        self._process, self._conn = process, parent_conn
-        log.info("reconciler process started", extra={"pid": process.pid})
+        self._process, self._conn, self._lost = process, parent_conn, False
+        log.info("reconciler process started", extra={"pid": process.pid, "identity": identity})
         reader = threading.Thread(target=self._read, args=(parent_conn, loop), name="reconciler-relay", daemon=True)
         reader.start()
-        await asyncio.to_thread(process.join)  # when cancelled (shutdown), ``stop`` ends the child
+        self._elector = self._campaign(identity)
+        try:
+            await asyncio.to_thread(process.join)  # when cancelled (shutdown), ``stop`` ends the child
+        finally:
+            await self._release()
         parent_conn.close()
-        code: int | None = process.exitcode
+        code: int | None = EXIT_LOST_LEASE if self._lost else process.exitcode
         return code
+
+    def _campaign(self, identity: str) -> LeaseThread | None:
+        """Runs leader election for the child, here: see the module docstring. Without it, the child leads."""
+        lease = self._options.config.leader_election
+        if not lease.leader_elect:
+            self._lead()
+            return None
+        options = self._options
+
+        def make_kube() -> ApiServerKube:
+            return ApiServerKube(kubeconfig=options.kubeconfig, in_cluster=options.kubeconfig is None)
+
+        elector = LeaseThread(
+            make_kube,
+            LeaseConfig(
+                namespace=options.config.namespace,
+                name=lease.resource_name,
+                lease_duration=lease.lease_duration_seconds,
+                renew_deadline=lease.renew_deadline_seconds,
+                retry_period=lease.retry_period_seconds,
+            ),
+            identity=identity,
+            on_leading=self._lead,
+            on_lost=self._lose,
+        )
+        elector.start()
+        return elector
+
+    def _lead(self) -> None:
+        self._send(("lead", None))
+        self._became("leader")
+
+    def _lose(self, exc: BaseException) -> None:
+        """The Lease could not be renewed within the renew deadline: the child must stop writing at once, before
+        another replica may take the Lease (a lease duration after the last renewal). SIGKILL, not a request."""
+        log.error("lost the Lease (%s); ending the reconciler process", exc)
+        self._lost = True
+        self._became("follower")
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+
+    async def _release(self) -> None:
+        """Ends the election (giving the Lease up if held): only once the child no longer writes."""
+        elector, self._elector = self._elector, None
+        if elector is not None:
+            await elector.stop()
+
+    def _send(self, message: tuple[str, Any]) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._conn.send(message)
 
     def _read(self, conn: Connection, loop: asyncio.AbstractEventLoop) -> None:
         while True:
@@ -148,77 +227,76 @@ class ReconcilerProcess:
         self._metrics.set_replica_role("leader" if role == "leader" else "follower")
 
     async def stop(self, grace: float = 15.0) -> None:
-        """Asks the child to release the Lease and exit; kills it if it does not within ``grace`` seconds."""
+        """Asks the child to stop and exit (killing it if it does not within ``grace`` seconds), then gives the Lease
+        up, so another replica can take over at once."""
         self._stopping = True
-        process, conn = self._process, self._conn
-        if process is None or not process.is_alive():
-            return
-        if conn is not None:
-            with contextlib.suppress(OSError, ValueError):
-                conn.send(("stop", None))
-        await asyncio.to_thread(process.join, grace)
-        if process.is_alive():
-            log.warning("the reconciler process did not stop in %.0fs; killing it", grace)
-            process.kill()
-            await asyncio.to_thread(process.join, 5.0)
+        process = self._process
+        if process is not None and process.is_alive():
+            self._send(("stop", None))
+            await asyncio.to_thread(process.join, grace)
+            if process.is_alive():
+                log.warning("the reconciler process did not stop in %.0fs; killing it", grace)
+                process.kill()
+                await asyncio.to_thread(process.join, 5.0)
+        await self._release()
 
 
 # -- the child ----------------------------------------------------------------------------------------------
 
 
-def child_main(options: RunOptions, conn: Connection, parent: int, log_level: str, json_logs: bool) -> None:
+def child_main(
+    options: RunOptions, conn: Connection, parent: int, log_level: str, json_logs: bool, identity: str
+) -> None:
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C goes to the parent, which stops us
     from webhook import logs
 
     logs.configure(log_level, json=json_logs)
-    from webhook.controller.leader import LostLeadership
-
     try:
-        asyncio.run(_child(options, conn))
-    except LostLeadership as exc:
-        log.error("reconciler stopping: %s", exc)
-        sys.exit(EXIT_LOST_LEASE)
+        asyncio.run(_child(options, conn, identity))
     except Exception as exc:
         log.critical("reconciler stopped: %s", exc, exc_info=True)
         sys.exit(1)
 
 
-async def _child(options: RunOptions, conn: Connection) -> None:
+async def _child(options: RunOptions, conn: Connection, identity: str) -> None:
     from webhook.controller.events import EventRecorder
-    from webhook.controller.leader import LeaseConfig, LeaseThread
     from webhook.controller.reconciler import Reconciler
     from webhook.controller.supervisor import Supervisor
     from webhook.controller.watches import build_cache, start_watches, watch_specs
-    from webhook.kube.apiserver import ApiServerKube
 
     loop = asyncio.get_running_loop()
     config = options.config
-    identity = f"{options.identity or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
     metrics = Metrics(replica_role="follower")
     stop = asyncio.Event()
-    lost: asyncio.Future[None] = loop.create_future()
+    lead = asyncio.Event()
 
     def send(message: tuple[str, Any]) -> None:
         with contextlib.suppress(OSError, ValueError):
             conn.send(message)
 
-    def listen() -> None:  # the parent says stop, or goes away
+    def listen() -> None:  # the parent says lead or stop, or goes away
         with contextlib.suppress(EOFError, OSError):
-            while conn.recv()[0] != "stop":
-                pass
+            while True:
+                kind = conn.recv()[0]
+                if kind == "stop":
+                    break
+                if kind == "lead":
+                    with contextlib.suppress(RuntimeError):
+                        loop.call_soon_threadsafe(lead.set)
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(stop.set)
 
     threading.Thread(target=listen, name="parent-pipe", daemon=True).start()
     # A SIGTERM sent to the whole process group (a terminal, a container runtime) is the parent's to handle: here
-    # it only means "stop cleanly", never "die holding the Lease".
+    # it only means "stop cleanly".
     loop.add_signal_handler(signal.SIGTERM, stop.set)
 
-    def make_kube() -> ApiServerKube:
-        return ApiServerKube(kubeconfig=options.kubeconfig, in_cluster=options.kubeconfig is None)
-
-    async with make_kube() as kube, Supervisor() as supervisor, contextlib.AsyncExitStack() as stack:
+    async with (
+        ApiServerKube(kubeconfig=options.kubeconfig, in_cluster=options.kubeconfig is None) as kube,
+        Supervisor() as supervisor,
+        contextlib.AsyncExitStack() as stack,
+    ):
         specs = watch_specs(config.frameworks)  # only the enabled job kinds are watched
         cache = build_cache(specs)
         start_watches(kube, cache, supervisor, specs=specs)
@@ -237,6 +315,10 @@ async def _child(options: RunOptions, conn: Connection) -> None:
                 host=options.visibility_host,
                 port=options.visibility_port,
             )
+        # Imported and started at full speed (a replacement child should be ready soon); from here on, this thread
+        # and every thread it starts are background work. The Lease is renewed in the parent, so nothing here
+        # has a deadline that niceness could make it miss.
+        background_priority()
         reconciler = Reconciler(
             kube,
             cache,
@@ -250,58 +332,37 @@ async def _child(options: RunOptions, conn: Connection) -> None:
             admission_fair_sharing=config.admission_fair_sharing,
         )
 
-        def leading() -> None:
+        async def leading() -> None:
+            await lead.wait()
             metrics.set_replica_role("leader")
-            send(("role", "leader"))
             supervisor.spawn(reconciler.run(), name="reconciler")
 
-        def lose(exc: BaseException) -> None:
-            if not lost.done():
-                lost.set_exception(exc)
-
-        lease = config.leader_election
-        elector: LeaseThread | None = None
-        if lease.leader_elect:
-            elector = LeaseThread(
-                make_kube,
-                LeaseConfig(
-                    namespace=config.namespace,
-                    name=lease.resource_name,
-                    lease_duration=lease.lease_duration_seconds,
-                    renew_deadline=lease.renew_deadline_seconds,
-                    retry_period=lease.retry_period_seconds,
-                ),
-                identity=identity,
-                on_leading=leading,
-                on_lost=lose,
-            )
-            elector.start()
-        else:
-            leading()
-        # After the Lease thread started (it keeps nice 0): this thread and the threads it starts from now on.
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RECONCILER_NICENESS)
+        async def frozen() -> None:
+            # The first sync decodes every object (50,000 Workloads: some 850,000 tracked dicts and lists); a full
+            # collection then walks them all, 3.8-5.8 s on the loaded 2-core test machine, holding the interpreter.
+            # Frozen, they are skipped (still freed by reference counting when replaced; decoded JSON makes no
+            # cycles).
+            await cache.wait_synced()
+            gc.freeze()
 
         async def relay() -> None:
             while True:
                 send(("metrics", metrics.families()))
                 await asyncio.sleep(RELAY_SECONDS)
 
+        supervisor.spawn(leading(), name="wait-for-lead")
+        supervisor.spawn(frozen(), name="gc-freeze")
         supervisor.spawn(relay(), name="metrics-relay")
         waits: dict[str, asyncio.Future[Any]] = {
             "stop": asyncio.ensure_future(stop.wait()),
             "crash": asyncio.ensure_future(supervisor.wait()),
-            "lost": lost,
         }
         try:
             await asyncio.wait(waits.values(), return_when=asyncio.FIRST_COMPLETED)
         finally:
             for future in waits.values():
                 future.cancel()
-            await supervisor.close()  # the reconciler stops writing before the Lease is given up
-            if elector is not None:
-                await elector.stop()
-        for name in ("lost", "crash"):
-            future = waits[name]
-            if future.done() and not future.cancelled() and future.exception() is not None:
-                raise future.exception()  # type: ignore[misc]
+            await supervisor.close()  # the reconciler stops writing before the parent gives the Lease up
+        crash = waits["crash"]
+        if crash.done() and not crash.cancelled() and crash.exception() is not None:
+            raise crash.exception()  # type: ignore[misc]

@@ -31,7 +31,7 @@ from webhook.admission.endpoints import ENDPOINTS, Endpoint
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import ClusterView
 from webhook.jobs.poddefaults import PodDefaults
-from webhook.reconcilerprocess import die_with_parent
+from webhook.reconcilerprocess import background_priority, die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +191,7 @@ def worker_main(conn: Connection, options: AdmissionOptions, parent: int, log_le
     # Signals to the process group are the parent's: the worker ends when its pipe closes (or with the parent).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICENESS)
+    background_priority(WORKER_NICENESS)
     from webhook import logs
 
     logs.configure(log_level, json=json_logs)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import logging
 import os
 import signal
@@ -90,6 +91,9 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             # webhooks are what the API server waits for, and three interpreters importing at once on a busy
             # machine delayed them. Until then a large review waits for its worker.
             await cache.wait_synced()
+            # What start-up made (modules, the synced cache) lives as long as the process: a full collection
+            # need not walk it again each time (each walk holds the interpreter, so a review waits).
+            gc.freeze()
             if options.review_workers:
                 await pool.start()
             if reconciler is not None:

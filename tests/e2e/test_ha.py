@@ -74,10 +74,15 @@ class Replicas:
     def alive(self, replica: LocalTurnstile) -> bool:
         return replica.process is not None and replica.process.poll() is None
 
-    def kill(self, replica: LocalTurnstile) -> None:
+    def kill(self, replica: LocalTurnstile, *, repoint: bool = True) -> None:
         replica.kill()
-        other = self.other(replica)
-        if self.registered is replica and self.alive(other):
+        if repoint:
+            self.repoint()
+
+    def repoint(self) -> None:
+        """Points the webhook configurations at the live replica if they point at a dead one (a Service would)."""
+        other = self.other(self.registered)
+        if not self.alive(self.registered) and self.alive(other):
             other.register(timeout=60)
             self.registered = other
 
@@ -133,11 +138,14 @@ def test_standby_takes_over_when_the_leader_is_killed(
     assert role(standby) == "follower"
     before = lease(cluster)
 
-    # 1. SIGKILL the leader: the standby takes the Lease within the lease duration (+ slack).
+    # 1. SIGKILL the leader: the standby takes the Lease within the lease duration (+ slack). The webhooks are
+    #    re-pointed only after: registering (two kubectl runs and a probe, seconds on a busy machine) inside the
+    #    timed window measured the test, not the takeover (10.1-15.5 s seen).
     killed_at = time.monotonic()
-    replicas.kill(leader)
+    replicas.kill(leader, repoint=False)
     eventually(lambda: role(standby) == "leader", timeout=LEASE_DURATION + 20, what="the standby to lead")
     took = time.monotonic() - killed_at
+    replicas.repoint()
     after = lease(cluster)
     assert after["holderIdentity"] != before["holderIdentity"]
     assert int(str(after["leaseTransitions"])) == int(str(before.get("leaseTransitions") or 0)) + 1

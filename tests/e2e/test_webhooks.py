@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import re
+import ssl
 from typing import Any
 
 import pytest
@@ -147,3 +150,33 @@ def test_an_incomplete_pod_group_is_refused(cluster: LocalCluster, turnstile: Lo
     )
     assert refused.returncode != 0
     assert "pod-group-total-count" in refused.stderr
+
+
+def _errors(text: str, path: str, reason: str) -> float:
+    found = re.search(
+        rf'^turnstile_webhook_errors_total\{{(?=[^}}]*path="{re.escape(path)}")(?=[^}}]*reason="{reason}")[^}}]*\}} '
+        r"([0-9.e+]+)$",
+        text,
+        re.MULTILINE,
+    )
+    return float(found.group(1)) if found else 0.0
+
+
+def test_webhook_errors_are_counted_on_the_replicas_metrics(turnstile: LocalTurnstile) -> None:
+    """The webhooks answer in the process the operator scrapes (the reconciler is a child process since issue 18):
+    a malformed review and an unknown path each show up in turnstile_webhook_errors_total there."""
+    path = "/validate/batch/v1/jobs"
+    before = turnstile.metrics()
+    context = ssl.create_default_context(cadata=turnstile.ca_pem.decode())
+    for target, expected in ((path, 400), ("/no/such/route", 404)):
+        conn = http.client.HTTPSConnection("127.0.0.1", turnstile.port, context=context, timeout=30)
+        try:
+            conn.request(
+                "POST", target, body=b'{"kind": "AdmissionReview"', headers={"Content-Type": "application/json"}
+            )
+            assert conn.getresponse().status == expected
+        finally:
+            conn.close()
+    after = turnstile.metrics()
+    assert _errors(after, path, "malformed") == _errors(before, path, "malformed") + 1
+    assert _errors(after, "unknown", "unknown-route") == _errors(before, "unknown", "unknown-route") + 1

@@ -38,6 +38,6 @@ def test_relayed_families_show_beside_our_own_once_each() -> None:
 def test_an_empty_relay_leaves_our_own_page() -> None:
     webhook = Metrics()
     webhook.observe_webhook("/validate/batch/v1/jobs", 400, 0.001)
-    webhook.relay([])
+    webhook.relay({})
     assert webhook.render() == Metrics.render(webhook)
     assert "turnstile_webhook_requests_total" in webhook.render().decode()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 
 import pytest
 import yaml
 
 from webhook.config import load_config
+from webhook.controller.leader import LostLeadership
 from webhook.metrics import Metrics
 from webhook.reconcilerprocess import ReconcilerProcess
 from webhook.runoptions import RunOptions
@@ -71,4 +73,26 @@ async def test_stop_ends_a_running_child_gracefully(tmp_path: Path) -> None:
         assert not child.is_alive()
         assert child.exitcode == 0
     finally:
+        task.cancel()
+
+
+async def test_a_lost_lease_kills_the_child_at_once_and_starts_a_fresh_one(tmp_path: Path) -> None:
+    """The elector (in this process) reports a renewal past the deadline: the child, which may be writing, is
+    SIGKILLed at once rather than asked, the role drops to follower, and a new child (a new identity) starts."""
+    metrics = Metrics()
+    process = ReconcilerProcess(_options(_unreachable(tmp_path)), metrics, json_logs=False, backoff=(0.05, 0.1))
+    task = asyncio.create_task(process.run())
+    try:
+        await _eventually(lambda: process.pid is not None, 20)
+        first = process.child
+        process._lead()  # as the elector would on winning
+        assert process.role == "leader"
+        process._lose(LostLeadership("could not renew"))
+        assert process.role == "follower"
+        await _eventually(lambda: not first.is_alive(), 10)
+        assert first.exitcode == -signal.SIGKILL
+        await _eventually(lambda: process.restarts >= 1 and process.child is not first, 20)
+        assert process.child.is_alive()
+    finally:
+        await process.stop(grace=20)
         task.cancel()

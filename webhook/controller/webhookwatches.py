@@ -3,7 +3,8 @@
 Owns: ``WEBHOOK_WATCHES`` and ``AdmittedWorkloads``, the sink that keeps only admitted Workloads. The admission
 policies ask about Workloads only to compare a running job with its admission (``workload_is_admitted`` first, then
 ``workload``), so a Workload without an admission is as good as absent: the webhook's cache holds as many
-Workloads as run, not the whole backlog (50,000 pending Workloads stay in the reconciler's process only).
+Workloads as run, not the whole backlog (50,000 pending Workloads stay in the reconciler's process only). The API
+server does the filtering (``ADMITTED_SELECTOR``); the sink checks the conditions as well.
 Must not: decide anything about the objects.
 """
 
@@ -19,6 +20,9 @@ from webhook.kube.client import Kube
 from webhook.kube.objects import Object
 from webhook.kube.resources import Resource
 
+# Workloads with an admission: the field is one of the Workload CRD's selectableFields (manifests/crds).
+ADMITTED_SELECTOR = "status.admission.clusterQueue!="
+
 # Every kind a ClusterView answer reads (webhook/admission/view.py): namespaces (labels), LocalQueues and
 # WorkloadPriorityClasses (defaults), Cohorts (cycles in the tree), admitted Workloads, LimitRanges and
 # RuntimeClasses (pod defaults).
@@ -27,7 +31,10 @@ WEBHOOK_WATCHES: tuple[WatchSpec, ...] = (
     WatchSpec(r.LOCAL_QUEUE),
     WatchSpec(r.COHORT),
     WatchSpec(r.WORKLOAD_PRIORITY_CLASS),
-    WatchSpec(r.WORKLOAD),
+    # Filtered by the API server (the CRD's selectable field): the backlog's pending Workloads are never listed or
+    # decoded here, and every pending-reason write the scheduler makes is not an event here either. A Workload
+    # whose admission is cleared leaves the selection, which the watch reports as a deletion.
+    WatchSpec(r.WORKLOAD, field_selector=ADMITTED_SELECTOR),
     WatchSpec(r.LIMIT_RANGE),
     WatchSpec(r.RUNTIME_CLASS),
 )
