@@ -66,7 +66,13 @@ class Admitter:
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
+        deferred: bool = False,
     ) -> None:
+        """``deferred``: what is only information (events, pending reasons) is written in the background, so a
+        pass (and the next admission) never waits for it; a pass that finds the previous pending reasons still
+        being written leaves them to a later pass."""
+        self._deferred = deferred
+        self._pending_task: asyncio.Task[None] | None = None
         self._kube = kube
         self._cache = cache
         self._fair_sharing = fair_sharing
@@ -164,10 +170,33 @@ class Admitter:
             admission = admission_status(decision)
             self.reservations.assume(decision.workload, admission, base_version=_version(obj))
             writes.append(self._admit(obj, decision, admission, now))
-        writes += self._pending_writes(result.pending, now)
+        if not self._deferred:
+            writes += self._pending_writes(result.pending, now)
+        elif self._pending_task is None or self._pending_task.done():
+            pending = self._pending_writes(result.pending, now)
+            if pending:
+                self._pending_task = asyncio.get_running_loop().create_task(_gather(pending), name="pending-reasons")
         if writes:
             await asyncio.gather(*writes)
         return snapshot, result
+
+    def cancel(self) -> None:
+        """Give up what is being written in the background (the reconciler stops)."""
+        if self._pending_task is not None:
+            self._pending_task.cancel()
+        self._events.cancel()
+
+    async def drain(self) -> None:
+        """Wait for the pending reasons and events being written in the background."""
+        if self._pending_task is not None:
+            await asyncio.gather(self._pending_task, return_exceptions=True)
+        await self._events.drain()
+
+    def _event(self, obj: Mapping[str, Any], **fields: Any) -> Awaitable[None] | None:
+        if self._deferred:
+            self._events.record_later(obj, **fields)
+            return None
+        return self._events.record(obj, **fields)
 
     async def _admit(
         self, obj: Object, decision: AdmissionDecision, admission: Mapping[str, Any], now: datetime.datetime
@@ -179,6 +208,8 @@ class Admitter:
         except (errors.Conflict, errors.NotFound, errors.Invalid, errors.Forbidden) as exc:
             self.reservations.refused(key)
             log.info("admission not written (%s); will retry", exc.__class__.__name__, extra=object_fields(obj))
+            if isinstance(exc, errors.Conflict):
+                self._cache.wake()  # a newer version is on its way; decide again then, not at the next resync
             return
         except errors.KubeError as exc:
             self.reservations.unknown(key)
@@ -191,10 +222,14 @@ class Admitter:
             self._metrics.quota_reserved(decision.cluster_queue, wait)
             self._metrics.workload_admitted(decision.cluster_queue, wait)
         note = f"Quota reserved in ClusterQueue {decision.cluster_queue}, wait time since queued was {wait:.0f}s"
-        await self._events.record(written, type="Normal", reason="QuotaReserved", message=note, now=now)
-        await self._events.record(
-            written, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
-        )
+        for event in (
+            self._event(written, type="Normal", reason="QuotaReserved", message=note, now=now),
+            self._event(
+                written, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
+            ),
+        ):
+            if event is not None:
+                await event
 
     async def _evict_victim(
         self, key: Key, reason: str, message: str, preempting_cq: str, now: datetime.datetime
@@ -214,7 +249,9 @@ class Admitter:
         if self._metrics is not None:
             self._metrics.workload_preempted(preempting_cq, reason)
             self._metrics.workload_evicted(cq, EVICTED_BY_PREEMPTION)
-        await self._events.record(written, type="Normal", reason="Preempted", message=message, now=now)
+        event = self._event(written, type="Normal", reason="Preempted", message=message, now=now)
+        if event is not None:
+            await event
 
     def _pending_writes(self, pending: tuple[PendingDecision, ...], now: datetime.datetime) -> list[Awaitable[None]]:
         writes: list[Awaitable[None]] = []
@@ -242,12 +279,21 @@ class Admitter:
                 written = await self._kube.replace_status(WORKLOAD, body)
         except errors.KubeError:
             return  # a reason is information; the next pass writes it again
-        self._cache.observe(WORKLOAD, written)
-        await self._events.record(written, type="Warning", reason="Pending", message=decision.message, now=now)
+        # Quiet: a reason changes nothing any pass would decide differently, so it does not start one.
+        self._cache.observe(WORKLOAD, written, quiet=True)
+        event = self._event(written, type="Warning", reason="Pending", message=decision.message, now=now)
+        if event is not None:
+            await event
         # Users look at their Job, not its Workload: `kubectl describe job` must say why it waits too.
         owner = wl_life.controlling_owner(written)
         if owner is not None:
-            await self._events.record(owner, type="Warning", reason="Pending", message=decision.message, now=now)
+            event = self._event(owner, type="Warning", reason="Pending", message=decision.message, now=now)
+            if event is not None:
+                await event
+
+
+async def _gather(writes: list[Awaitable[None]]) -> None:
+    await asyncio.gather(*writes)
 
 
 def _says(obj: Mapping[str, Any], decision: PendingDecision) -> bool:
