@@ -81,6 +81,9 @@ class Admitter:
         self.reservations = reservations or Reservations()
         self._metrics = metrics
         self._gate = asyncio.Semaphore(write_concurrency)
+        # Pending reasons have a gate of their own: written in the background, they must never make the next
+        # pass's admissions queue behind them.
+        self._info_gate = asyncio.Semaphore(max(1, write_concurrency // 4)) if deferred else self._gate
         self._pending_budget = pending_writes_per_pass
         self._pending_refresh = pending_refresh
         self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
@@ -275,7 +278,7 @@ class Admitter:
 
     async def _write_pending(self, body: Object, decision: PendingDecision, now: datetime.datetime) -> None:
         try:
-            async with self._gate:
+            async with self._info_gate:
                 written = await self._kube.replace_status(WORKLOAD, body)
         except errors.KubeError:
             return  # a reason is information; the next pass writes it again
