@@ -212,7 +212,8 @@ class Admitter:
             self.reservations.refused(key)
             log.info("admission not written (%s); will retry", exc.__class__.__name__, extra=object_fields(obj))
             if isinstance(exc, errors.Conflict):
-                self._cache.wake()  # a newer version is on its way; decide again then, not at the next resync
+                await self._refresh(obj)
+                self._cache.wake()  # decide again on the version read, not at the next resync
             return
         except errors.KubeError as exc:
             self.reservations.unknown(key)
@@ -246,6 +247,8 @@ class Admitter:
                 written = await self._kube.replace_status(WORKLOAD, body)
         except errors.KubeError as exc:
             log.info("preemption not written (%s); the next pass decides again", exc, extra=object_fields(obj))
+            if isinstance(exc, errors.Conflict):
+                await self._refresh(obj)
             return
         self._cache.observe(WORKLOAD, written)
         cq = ((obj.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
@@ -255,6 +258,17 @@ class Admitter:
         event = self._event(written, type="Normal", reason="Preempted", message=message, now=now)
         if event is not None:
             await event
+
+    async def _refresh(self, obj: Object) -> None:
+        """Read a Workload our write found changed, so the next pass decides on what the server has rather than
+        retrying the same write against the version the watch has not delivered yet."""
+        meta = obj.get("metadata") or {}
+        try:
+            async with self._gate:
+                fresh = await self._kube.get(WORKLOAD, meta.get("name", ""), namespace=meta.get("namespace"))
+        except errors.KubeError:
+            return
+        self._cache.observe(WORKLOAD, fresh)
 
     def _pending_writes(self, pending: tuple[PendingDecision, ...], now: datetime.datetime) -> list[Awaitable[None]]:
         writes: list[Awaitable[None]] = []
