@@ -91,3 +91,12 @@ bench-soak: $(STAMP) controlplane
 bench-chaos: $(STAMP) controlplane
 	TURNSTILE_CHAOS_JOBS=300 TURNSTILE_CHAOS_RESTARTS=5 TURNSTILE_CHAOS_SEED=$${SEED:-20260611} \
 	  TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/pytest tests/e2e/test_chaos.py -q -s -p no:randomly
+
+# Kueue's scheduler-performance baseline as bare Workloads, Turnstile beside Kueue v0.17.0's minimalkueue
+# (bench/baseline.py; minimalkueue is built from the Go module proxy by hack/build-kueue.sh, cached outside the repo).
+# BASELINE_ARGS, e.g. "--scale 0.5 --rounds 2".
+BASELINE_ARGS ?= --scale 0.2 --rounds 2
+.PHONY: bench-baseline
+bench-baseline: $(STAMP) controlplane
+	bash hack/build-kueue.sh >/dev/null
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.baseline --against kueue $(BASELINE_ARGS)

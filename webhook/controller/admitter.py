@@ -66,7 +66,13 @@ class Admitter:
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
+        deferred: bool = False,
     ) -> None:
+        """``deferred``: what is only information (events, pending reasons) is written in the background, so a
+        pass (and the next admission) never waits for it; a pass that finds the previous pending reasons still
+        being written leaves them to a later pass."""
+        self._deferred = deferred
+        self._pending_task: asyncio.Task[None] | None = None
         self._kube = kube
         self._cache = cache
         self._fair_sharing = fair_sharing
@@ -75,6 +81,9 @@ class Admitter:
         self.reservations = reservations or Reservations()
         self._metrics = metrics
         self._gate = asyncio.Semaphore(write_concurrency)
+        # Pending reasons have a gate of their own: written in the background, they must never make the next
+        # pass's admissions queue behind them.
+        self._info_gate = asyncio.Semaphore(max(1, write_concurrency // 4)) if deferred else self._gate
         self._pending_budget = pending_writes_per_pass
         self._pending_refresh = pending_refresh
         self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
@@ -164,10 +173,33 @@ class Admitter:
             admission = admission_status(decision)
             self.reservations.assume(decision.workload, admission, base_version=_version(obj))
             writes.append(self._admit(obj, decision, admission, now))
-        writes += self._pending_writes(result.pending, now)
+        if not self._deferred:
+            writes += self._pending_writes(result.pending, now)
+        elif self._pending_task is None or self._pending_task.done():
+            pending = self._pending_writes(result.pending, now)
+            if pending:
+                self._pending_task = asyncio.get_running_loop().create_task(_gather(pending), name="pending-reasons")
         if writes:
             await asyncio.gather(*writes)
         return snapshot, result
+
+    def cancel(self) -> None:
+        """Give up what is being written in the background (the reconciler stops)."""
+        if self._pending_task is not None:
+            self._pending_task.cancel()
+        self._events.cancel()
+
+    async def drain(self) -> None:
+        """Wait for the pending reasons and events being written in the background."""
+        if self._pending_task is not None:
+            await asyncio.gather(self._pending_task, return_exceptions=True)
+        await self._events.drain()
+
+    def _event(self, obj: Mapping[str, Any], **fields: Any) -> Awaitable[None] | None:
+        if self._deferred:
+            self._events.record_later(obj, **fields)
+            return None
+        return self._events.record(obj, **fields)
 
     async def _admit(
         self, obj: Object, decision: AdmissionDecision, admission: Mapping[str, Any], now: datetime.datetime
@@ -179,6 +211,9 @@ class Admitter:
         except (errors.Conflict, errors.NotFound, errors.Invalid, errors.Forbidden) as exc:
             self.reservations.refused(key)
             log.info("admission not written (%s); will retry", exc.__class__.__name__, extra=object_fields(obj))
+            if isinstance(exc, errors.Conflict):
+                await self._refresh(obj)
+                self._cache.wake()  # decide again on the version read, not at the next resync
             return
         except errors.KubeError as exc:
             self.reservations.unknown(key)
@@ -191,10 +226,14 @@ class Admitter:
             self._metrics.quota_reserved(decision.cluster_queue, wait)
             self._metrics.workload_admitted(decision.cluster_queue, wait)
         note = f"Quota reserved in ClusterQueue {decision.cluster_queue}, wait time since queued was {wait:.0f}s"
-        await self._events.record(written, type="Normal", reason="QuotaReserved", message=note, now=now)
-        await self._events.record(
-            written, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
-        )
+        for event in (
+            self._event(written, type="Normal", reason="QuotaReserved", message=note, now=now),
+            self._event(
+                written, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
+            ),
+        ):
+            if event is not None:
+                await event
 
     async def _evict_victim(
         self, key: Key, reason: str, message: str, preempting_cq: str, now: datetime.datetime
@@ -208,13 +247,28 @@ class Admitter:
                 written = await self._kube.replace_status(WORKLOAD, body)
         except errors.KubeError as exc:
             log.info("preemption not written (%s); the next pass decides again", exc, extra=object_fields(obj))
+            if isinstance(exc, errors.Conflict):
+                await self._refresh(obj)
             return
         self._cache.observe(WORKLOAD, written)
         cq = ((obj.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         if self._metrics is not None:
             self._metrics.workload_preempted(preempting_cq, reason)
             self._metrics.workload_evicted(cq, EVICTED_BY_PREEMPTION)
-        await self._events.record(written, type="Normal", reason="Preempted", message=message, now=now)
+        event = self._event(written, type="Normal", reason="Preempted", message=message, now=now)
+        if event is not None:
+            await event
+
+    async def _refresh(self, obj: Object) -> None:
+        """Read a Workload our write found changed, so the next pass decides on what the server has rather than
+        retrying the same write against the version the watch has not delivered yet."""
+        meta = obj.get("metadata") or {}
+        try:
+            async with self._gate:
+                fresh = await self._kube.get(WORKLOAD, meta.get("name", ""), namespace=meta.get("namespace"))
+        except errors.KubeError:
+            return
+        self._cache.observe(WORKLOAD, fresh)
 
     def _pending_writes(self, pending: tuple[PendingDecision, ...], now: datetime.datetime) -> list[Awaitable[None]]:
         writes: list[Awaitable[None]] = []
@@ -238,16 +292,25 @@ class Admitter:
 
     async def _write_pending(self, body: Object, decision: PendingDecision, now: datetime.datetime) -> None:
         try:
-            async with self._gate:
+            async with self._info_gate:
                 written = await self._kube.replace_status(WORKLOAD, body)
         except errors.KubeError:
             return  # a reason is information; the next pass writes it again
-        self._cache.observe(WORKLOAD, written)
-        await self._events.record(written, type="Warning", reason="Pending", message=decision.message, now=now)
+        # Quiet: a reason changes nothing any pass would decide differently, so it does not start one.
+        self._cache.observe(WORKLOAD, written, quiet=True)
+        event = self._event(written, type="Warning", reason="Pending", message=decision.message, now=now)
+        if event is not None:
+            await event
         # Users look at their Job, not its Workload: `kubectl describe job` must say why it waits too.
         owner = wl_life.controlling_owner(written)
         if owner is not None:
-            await self._events.record(owner, type="Warning", reason="Pending", message=decision.message, now=now)
+            event = self._event(owner, type="Warning", reason="Pending", message=decision.message, now=now)
+            if event is not None:
+                await event
+
+
+async def _gather(writes: list[Awaitable[None]]) -> None:
+    await asyncio.gather(*writes)
 
 
 def _says(obj: Mapping[str, Any], decision: PendingDecision) -> bool:

@@ -47,6 +47,32 @@ def _is_true(obj: Object, condition: str) -> bool:
     )
 
 
+class ChangeJournal:
+    """The keys changed since the last ``take``, per resource; past ``limit`` keys it only remembers "many"."""
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self._limit = limit
+        self._keys: dict[Resource, set[ObjectKey]] = {}
+        self._count = 0
+        self._overflow = False
+
+    def note(self, resource: Resource, key: ObjectKey) -> None:
+        if self._overflow:
+            return
+        keys = self._keys.setdefault(resource, set())
+        if key not in keys:
+            keys.add(key)
+            self._count += 1
+            if self._count > self._limit:
+                self._overflow, self._keys = True, {}
+
+    def take(self) -> dict[Resource, set[ObjectKey]] | None:
+        """What changed since the last call (and forget it); None when too much changed to list."""
+        keys, overflow = self._keys, self._overflow
+        self._keys, self._count, self._overflow = {}, 0, False
+        return None if overflow else keys
+
+
 class ClusterCache:
     """Feeds: ``replace``/``apply`` (informers), ``observe`` (our own write results). Implements ClusterView."""
 
@@ -58,6 +84,10 @@ class ClusterCache:
         self._object_waiters: dict[KIND_KEY, set[asyncio.Event]] = {}
         self._changed = asyncio.Event()
         self.generation = 0  # bumped on every change
+        # Bumped on every change but quiet observations: what the reconciler's loop waits on.
+        self.wakes = 0
+        self._woken = asyncio.Event()
+        self._journals: list[ChangeJournal] = []
 
     # -- feeding (InformerSink) -----------------------------------------------------------------
 
@@ -88,16 +118,19 @@ class ClusterCache:
             return  # already know this or a newer version (e.g. through ``observe``)
         self._set(resource, key, obj)
 
-    def observe(self, resource: Resource, obj: Object) -> bool:
+    def observe(self, resource: Resource, obj: Object, *, quiet: bool = False) -> bool:
         """Take in an object a write of ours returned, unless a newer version is already known.
 
         Lets the writer read its own writes at once instead of waiting for the watch. Returns True if taken.
+        ``quiet``: the write changed only information (a pending reason, a queue's status) that nothing reacts
+        to, so it does not count in ``wakes`` (what the reconciler's loop waits on); the watch's echo of the same
+        version is dropped as already known, so it does not count either.
         """
         old = self._store(resource).get(key_of(obj))
         stored, incoming = _version(old), _version(obj)
         if old is not None and (stored is None or incoming is None or incoming <= stored):
             return False
-        self._set(resource, key_of(obj), obj)
+        self._set(resource, key_of(obj), obj, wake=not quiet)
         return True
 
     def forget(self, resource: Resource, key: ObjectKey) -> None:
@@ -110,7 +143,7 @@ class ClusterCache:
         except KeyError:
             raise KeyError(f"the cache does not hold {resource}") from None
 
-    def _set(self, resource: Resource, key: ObjectKey, obj: Object | None) -> None:
+    def _set(self, resource: Resource, key: ObjectKey, obj: Object | None, *, wake: bool = True) -> None:
         store = self._stores[resource]
         old = store.get(key)
         if old is None and obj is None:
@@ -122,7 +155,7 @@ class ClusterCache:
         if resource == r.WORKLOAD:
             self._index_owner(key, old, obj)
         kind: ChangeType = "ADDED" if old is None else "DELETED" if obj is None else "MODIFIED"
-        self._notify(Change(resource, key, kind, old, obj))
+        self._notify(Change(resource, key, kind, old, obj), wake=wake)
 
     def _index_owner(self, key: ObjectKey, old: Object | None, new: Object | None) -> None:
         for obj, add in ((old, False), (new, True)):
@@ -140,12 +173,22 @@ class ClusterCache:
 
     # -- change notification --------------------------------------------------------------------
 
-    def _notify(self, change: Change) -> None:
+    def _notify(self, change: Change, *, wake: bool = True) -> None:
+        for journal in self._journals if wake else ():  # quiet changes concern no decision
+            journal.note(change.resource, change.key)
         self.generation += 1
         self._changed.set()
         self._changed = asyncio.Event()
         for event in self._object_waiters.get((change.resource, change.key), ()):
             event.set()
+        if wake:
+            self.wake()
+
+    def journal(self) -> ChangeJournal:
+        """A new record of which objects change from now on (for work proportional to change)."""
+        journal = ChangeJournal()
+        self._journals.append(journal)
+        return journal
 
     async def wait_changed(self, after: int) -> int:
         """Wait until ``generation`` exceeds ``after``; returns the new generation.
@@ -155,6 +198,18 @@ class ClusterCache:
         while self.generation <= after:
             await self._changed.wait()
         return self.generation
+
+    def wake(self) -> None:
+        """Wake the waiters on ``wakes`` without a change (a write was refused: look again)."""
+        self.wakes += 1
+        self._woken.set()
+        self._woken = asyncio.Event()
+
+    async def wait_woken(self, after: int) -> int:
+        """Like ``wait_changed``, on ``wakes``: quiet observations do not end the wait."""
+        while self.wakes <= after:
+            await self._woken.wait()
+        return self.wakes
 
     async def wait_for(
         self,

@@ -1,12 +1,18 @@
 """Kubernetes Events about our objects, so ``kubectl describe`` tells users what happened and why.
 
 Recording an event never fails the caller: an event is information, and losing one must not stop an admission.
+``record_later`` does not make the caller wait either: the event is written by a background task, at most
+``rate`` per second on average (bursts up to ``burst``); beyond that it is dropped and counted, as client-go's
+event correlator drops events under a storm. With thousands of admissions a second's worth of events is as many
+API writes as the admissions themselves, and on a busy API server they delayed the admissions that mattered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -25,10 +31,64 @@ MAX_MESSAGE_BYTES = 1024
 
 
 class EventRecorder:
-    def __init__(self, kube: Kube, *, component: str = COMPONENT, host: str = "") -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        component: str = COMPONENT,
+        host: str = "",
+        rate: float = 20.0,
+        burst: int = 200,
+        in_flight: int = 16,
+    ) -> None:
         self._kube = kube
         self._component = component
         self._host = host
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._refilled = time.monotonic()
+        self._in_flight = asyncio.Semaphore(in_flight)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.dropped = 0  # events not written because the rate was exceeded
+
+    def record_later(
+        self,
+        obj: Mapping[str, Any],
+        *,
+        type: EventType,
+        reason: str,
+        message: str,
+        now: datetime.datetime | None = None,
+    ) -> None:
+        """``record`` in the background, within the rate; dropped (and counted) beyond it."""
+        clock = time.monotonic()
+        self._tokens = min(self._burst, self._tokens + (clock - self._refilled) * self._rate)
+        self._refilled = clock
+        if self._tokens < 1:
+            self.dropped += 1
+            if self.dropped % 1000 == 1:
+                log.info("event rate exceeded: %d events dropped so far", self.dropped)
+            return
+        self._tokens -= 1
+
+        async def write() -> None:
+            async with self._in_flight:
+                await self.record(obj, type=type, reason=reason, message=message, now=now)
+
+        task = asyncio.get_running_loop().create_task(write(), name=f"event:{reason}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def cancel(self) -> None:
+        """Give up the events ``record_later`` started and not yet written (the writer stops)."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def drain(self) -> None:
+        """Wait for every event ``record_later`` has started."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def record(
         self,

@@ -60,7 +60,12 @@ class QueueStatusWriter:
         *,
         metrics: QueueMetrics | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
+        deferred: bool = False,
     ) -> None:
+        """``deferred``: the writes run in the background and ``write`` returns once they started; while one
+        batch is still being written, the next pass's status is not written (a later pass computes it again)."""
+        self._deferred = deferred
+        self._batch: asyncio.Task[None] | None = None
         self._afs = admission_fair_sharing or AdmissionFairSharing()
         self._kube = kube
         self._cache = cache
@@ -75,6 +80,8 @@ class QueueStatusWriter:
 
         Weighted shares come from ``result`` (the pass's own view, its admissions included) when it has them.
         """
+        if self._deferred and self._batch is not None and not self._batch.done():
+            return
         cq_shares = dict(result.cluster_queue_shares) if result is not None else {}
         cycles = QuotaBook(snapshot.cluster_queues, snapshot.cohorts) if snapshot.cohorts else None
         self._report_lifecycle(snapshot)
@@ -210,7 +217,20 @@ class QueueStatusWriter:
                 if self._metrics is not None:
                     self._metrics.set_cohort_weighted_share(name, share)
         # Concurrently: one at a time, 60 queues whose usage moves every pass held each pass up by ~1 s.
+        if self._deferred:
+            self._batch = asyncio.get_running_loop().create_task(_gather(writes), name="queue-status")
+            return
         await asyncio.gather(*writes)
+
+    def cancel(self) -> None:
+        """Give up the batch being written in the background (the reconciler stops)."""
+        if self._batch is not None:
+            self._batch.cancel()
+
+    async def drain(self) -> None:
+        """Wait for the batch being written in the background."""
+        if self._batch is not None:
+            await asyncio.gather(self._batch, return_exceptions=True)
 
     async def _write_cohort(self, name: str, share: int) -> None:
         obj = self._cache.cohort(name)
@@ -225,7 +245,7 @@ class QueueStatusWriter:
         except errors.KubeError as exc:
             log.info("cohort status not written: %s", exc)
             return
-        self._cache.observe(COHORT, written)
+        self._cache.observe(COHORT, written, quiet=True)
 
     def _report_lifecycle(self, snapshot: Snapshot) -> None:
         """Count workloads that finished since the last pass; drop the series of ClusterQueues that are gone."""
@@ -274,7 +294,12 @@ class QueueStatusWriter:
         except errors.KubeError as exc:
             log.info("queue status not written: %s", exc)
             return
-        self._cache.observe(resource, written)
+        # Quiet: a queue's status is what it reports, not what decides; writing it must not start another pass.
+        self._cache.observe(resource, written, quiet=True)
+
+
+async def _gather(writes: list[Coroutine[Any, Any, None]]) -> None:
+    await asyncio.gather(*writes)
 
 
 def _inactive(cq: ClusterQueue) -> tuple[str, str]:

@@ -6,9 +6,16 @@
 4. ClusterQueue and LocalQueue status (``QueueStatusWriter``);
 5. deleted ClusterQueues and ResourceFlavors let go once unused (``QueueFinalizers``).
 
-The loop is level-triggered: each pass looks at everything in the cache, so a restarted leader (or one that
+The loop is level-triggered: a pass looks at everything in the cache, so a restarted leader (or one that
 missed a watch event) converges from whatever it finds. Writes are put into the cache as soon as the server
 answers, so a pass never repeats the previous pass's writes while the watch catches up.
+
+Work proportional to change: a pass starts only when something a decision depends on changed (the cache's
+``wakes``: pending reasons and queue status we wrote ourselves are quiet and start none), and step 2 looks only at
+the Workloads that changed since the last pass, those whose job changed and those with a deadline due; every
+``full_resync_seconds``, and whenever a queue, flavor, namespace or priority class changed, it looks at all of
+them. Events, pending reasons and queue status are written in the background (``deferred``): a pass waits only
+for the writes that admit, preempt or release.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from webhook.core.namespace_policy import NamespacePolicy
 from webhook.jobs import registry
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object
+from webhook.kube.objects import Object, ObjectKey, key_of
+from webhook.kube.resources import POD, WORKLOAD, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
@@ -65,8 +73,13 @@ class Reconciler:
         frameworks: Iterable[str] = ("batch/job", "pod"),
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
+        full_resync_seconds: float = 30.0,
     ) -> None:
         self._cache = cache
+        self._journal = cache.journal()
+        self._full_resync = datetime.timedelta(seconds=full_resync_seconds)
+        self._last_full: datetime.datetime | None = None
+        self._workload_wakes: dict[ObjectKey, datetime.datetime] = {}
         self._namespaces = namespaces or NamespacePolicy.default()
         self._clock = clock
         self._resync = resync_seconds
@@ -102,28 +115,37 @@ class Reconciler:
             write_concurrency=concurrency,
             fair_sharing=fair_sharing,
             admission_fair_sharing=admission_fair_sharing,
+            deferred=True,
         )
         self.queue_status = QueueStatusWriter(
-            kube, cache, metrics=metrics, admission_fair_sharing=admission_fair_sharing
+            kube, cache, metrics=metrics, admission_fair_sharing=admission_fair_sharing, deferred=True
         )
         self.finalizers = QueueFinalizers(kube, cache)
+        # Changes that concern single Workloads (their own, their job's, a pod's); any other kind's change (a
+        # queue, a flavor, a namespace...) can concern every Workload, so it makes step 2 a full pass.
+        self._per_object: frozenset[Resource] = frozenset({WORKLOAD, POD, *(k.resource for k in self.job_kinds)})
         self.passes = 0
         self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)
 
     async def run(self) -> None:
         await self._cache.wait_synced()
         log.info("caches synced; reconciling")
-        while True:
-            seen = self._cache.generation
-            wake = await self.pass_once()
-            timeout = self._resync
-            if wake is not None:
-                timeout = min(timeout, max(0.05, (wake - self._clock()).total_seconds()))
-            # asyncio.timeout, not wait_for: in Python 3.11 wait_for loses a cancellation that coincides with a
-            # change, and the loop would go on after being told to stop (a lost Lease, a shutdown).
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._cache.wait_changed(seen)
+        try:
+            while True:
+                seen = self._cache.wakes
+                wake = await self.pass_once()
+                timeout = self._resync
+                if wake is not None:
+                    timeout = min(timeout, max(0.05, (wake - self._clock()).total_seconds()))
+                # asyncio.timeout, not wait_for: in Python 3.11 wait_for loses a cancellation that coincides with a
+                # change, and the loop would go on after being told to stop (a lost Lease, a shutdown).
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(timeout):
+                        await self._cache.wait_woken(seen)
+        finally:
+            # What is written in the background goes with the loop: a stopped (or demoted) reconciler writes nothing.
+            self.admitter.cancel()
+            self.queue_status.cancel()
 
     async def pass_once(self) -> datetime.datetime | None:
         """One pass over everything; returns when the next time-based event is due (None if nothing is)."""
@@ -134,7 +156,14 @@ class Reconciler:
         if self.pods is not None:
             pods = self.pods
             await self._each(pods.groups(), lambda group: pods.sync(group, now))
-        wakes = await self._each(self._cache.workloads(), lambda wl: self.workloads.sync(wl, now))
+        workloads = self._workloads_to_sync(now)
+        wakes = await self._each(workloads, lambda wl: self.workloads.sync(wl, now))
+        for obj, due in zip(workloads, wakes, strict=True):
+            key = key_of(obj)
+            if isinstance(due, datetime.datetime):
+                self._workload_wakes[key] = due
+            else:
+                self._workload_wakes.pop(key, None)
         snapshot, result = await self.admitter.run_pass(now)
         await self.queue_status.write(snapshot, now, result)
         try:
@@ -142,8 +171,34 @@ class Reconciler:
         except errors.KubeError as exc:
             log.warning("queue finalizers: %s", exc)
         self.passes += 1
-        due = [w for w in wakes if isinstance(w, datetime.datetime)]
-        return min(due) if due else None
+        return min(self._workload_wakes.values(), default=None)
+
+    def _workloads_to_sync(self, now: datetime.datetime) -> list[Object]:
+        """Step 2's Workloads: all of them on a full pass, else those changed, with a changed job, or due."""
+        changed = self._journal.take()
+        full = (
+            changed is None
+            or self._last_full is None
+            or now - self._last_full >= self._full_resync
+            or any(resource not in self._per_object for resource in changed)
+        )
+        keys = set() if full or changed is None else set(changed.get(WORKLOAD, ()))
+        for resource, objects in () if full or changed is None else changed.items():
+            if resource in (WORKLOAD, POD):
+                continue
+            for job_key in objects:
+                job = self._cache.get(resource, job_key)
+                uid = ((job or {}).get("metadata") or {}).get("uid")
+                if not uid:  # a deleted job: its Workloads (orphans now) are found only by looking at all
+                    full = True
+                    break
+                keys.update(key_of(w) for w in self._cache.workloads_owned_by(uid))
+        if full or changed is None:
+            self._last_full = now
+            return self._cache.workloads()
+        keys.update(k for k, due in self._workload_wakes.items() if due <= now)
+        found = (self._cache.get(WORKLOAD, k) for k in keys)
+        return [obj for obj in found if obj is not None]
 
     def _managed(self, job: Object) -> bool:
         namespace = (job.get("metadata") or {}).get("namespace", "")

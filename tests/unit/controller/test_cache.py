@@ -167,3 +167,32 @@ async def test_wait_synced() -> None:
 def test_unknown_kind_is_a_clear_error() -> None:
     with pytest.raises(KeyError, match="does not hold"):
         ClusterCache([r.JOB]).pods()
+
+
+def test_a_quiet_observation_is_stored_but_wakes_no_pass_and_is_not_journaled() -> None:
+    cache = synced_cache()
+    journal = cache.journal()
+    cache.apply(r.WORKLOAD, "ADDED", workload(version=1))
+    assert journal.take() == {r.WORKLOAD: {ObjectKey("ns", "wl")}}
+    wakes, generation = cache.wakes, cache.generation
+    assert cache.observe(r.WORKLOAD, workload(version=2), quiet=True)
+    assert cache.workload("ns", "wl")["metadata"]["resourceVersion"] == "2"
+    assert cache.generation == generation + 1  # readers of the whole cache (visibility, dashboard) see it
+    assert cache.wakes == wakes
+    assert journal.take() == {}
+    cache.apply(r.WORKLOAD, "MODIFIED", workload(version=2))  # the watch's echo of our own write
+    assert cache.wakes == wakes
+    cache.apply(r.WORKLOAD, "MODIFIED", workload(version=3))  # someone else's write
+    assert cache.wakes == wakes + 1
+    assert journal.take() == {r.WORKLOAD: {ObjectKey("ns", "wl")}}
+
+
+def test_a_journal_that_overflows_says_so_instead_of_listing() -> None:
+    cache = synced_cache()
+    journal = cache.journal()
+    journal._limit = 2
+    for i in range(3):
+        cache.apply(r.WORKLOAD, "ADDED", workload(f"wl-{i}"))
+    assert journal.take() is None
+    cache.apply(r.WORKLOAD, "ADDED", workload("wl-3"))
+    assert journal.take() == {r.WORKLOAD: {ObjectKey("ns", "wl-3")}}

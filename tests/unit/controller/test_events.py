@@ -20,3 +20,13 @@ async def test_a_refused_event_is_logged_not_raised(caplog: pytest.LogCaptureFix
         await EventRecorder(kube).record(make_job("train"), type="Warning", reason="Pending", message="waiting")
     assert "could not record event Pending" in caplog.text
     assert kube.objects(r.EVENT) == []
+
+
+async def test_events_recorded_later_are_written_within_the_rate_and_the_rest_dropped() -> None:
+    kube = FakeKube()
+    recorder = EventRecorder(kube, rate=0.001, burst=3)
+    for i in range(5):
+        recorder.record_later(make_job(f"train-{i}"), type="Normal", reason="Admitted", message="admitted")
+    await recorder.drain()
+    assert len(kube.objects(r.EVENT)) == 3
+    assert recorder.dropped == 2
