@@ -66,7 +66,10 @@ def dashboard(cluster: LocalCluster, turnstile: LocalTurnstile, tmp_path: Path) 
 
 
 def text_of(driver: webdriver.Chrome, css: str) -> str:
-    return "\n".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
+    # One script reads every match: the page re-renders as the queues change, so elements found by one WebDriver
+    # call can be gone (stale) by the next. innerText separates table cells with tabs, WebDriver's text with spaces.
+    script = "return Array.from(document.querySelectorAll(arguments[0]), e => e.innerText).join('\\n')"
+    return str(driver.execute_script(script, css)).replace("\t", " ")
 
 
 def test_dashboard_shows_queues_live_and_answers_fit(
