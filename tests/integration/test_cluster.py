@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from webhook.local import cluster as cluster_module
 from webhook.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -118,3 +119,25 @@ def test_cli_up_with_turnstile_starts_it_again_when_it_dies(cluster: LocalCluste
         down = _turnstile("cluster", "down", "--state-dir", str(state))
     assert down.returncode == 0, down.stderr
     assert not Path(f"/proc/{supervisor}").exists() or "zombie" in Path(f"/proc/{supervisor}/status").read_text()
+
+
+def test_a_cluster_handed_another_clusters_etcd_port_starts_its_own(
+    cluster: LocalCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two test workers can be handed the same free port: the loser's etcd exits while the winner's answers. The
+    second cluster must not take the other's etcd for its own (its API server would store into it)."""
+    assert cluster.state is not None
+    taken = cluster.state.etcd_port
+    ports = iter([taken])
+    real = cluster_module.free_port
+    monkeypatch.setattr(cluster_module, "free_port", lambda: next(ports, None) or real())
+    other = LocalCluster(tmp_path / "other", bin_dir=cluster.bin_dir)
+    try:
+        other.start()
+        assert other.state is not None
+        assert other.state.etcd_port != taken
+        other.kubectl("create", "namespace", "only-in-the-other-cluster")
+        mine = cluster.kubectl("get", "namespace", "only-in-the-other-cluster", check=False)
+        assert mine.returncode != 0, "the second cluster wrote into the first one's etcd"
+    finally:
+        other.stop()

@@ -271,22 +271,38 @@ class LocalCluster:
         self.state.pids[name] = proc.pid
         (self.state_dir / STATE_FILE).write_text(json.dumps(asdict(self.state), indent=2))
 
-    def _start_etcd(self, timeout: float) -> None:
+    def _start_etcd(self, timeout: float, attempts: int = 3) -> None:
+        # free_port() closes the port it found, so another process (a second pytest worker starting its own cluster)
+        # can be handed the same one before etcd binds it. Our etcd then exits, but the other one answers /health,
+        # and our API server would store into the other cluster. So etcd is ready only when the member answering is
+        # ours (named for this start), and a lost race starts again on fresh ports.
         assert self.state is not None
-        client = f"http://127.0.0.1:{self.state.etcd_port}"
-        self._spawn(
-            "etcd",
-            [
-                f"--data-dir={self.state_dir / 'etcd'}",
-                f"--listen-client-urls={client}",
-                f"--advertise-client-urls={client}",
-                f"--listen-peer-urls=http://127.0.0.1:{free_port()}",
-                "--unsafe-no-fsync=true",
-                "--quota-backend-bytes=4294967296",
-                "--log-level=warn",
-            ],
-        )
-        self._wait("etcd", timeout, lambda: _http_ok(f"{client}/health", None))
+        for attempt in range(1, attempts + 1):
+            member = f"turnstile-{os.urandom(4).hex()}"
+            client = f"http://127.0.0.1:{self.state.etcd_port}"
+            shutil.rmtree(self.state_dir / "etcd", ignore_errors=True)
+            self._spawn(
+                "etcd",
+                [
+                    f"--name={member}",
+                    f"--data-dir={self.state_dir / 'etcd'}",
+                    f"--listen-client-urls={client}",
+                    f"--advertise-client-urls={client}",
+                    f"--listen-peer-urls=http://127.0.0.1:{free_port()}",
+                    "--unsafe-no-fsync=true",
+                    "--quota-backend-bytes=4294967296",
+                    "--log-level=warn",
+                ],
+            )
+            try:
+                self._wait("etcd", timeout, lambda: _etcd_members(client) == [member])  # noqa: B023
+                return
+            except ClusterError:
+                proc = self._procs.pop("etcd", None)
+                _terminate(self.state.pids.pop("etcd"), proc)
+                if attempt == attempts:
+                    raise
+                self.state.etcd_port = free_port()
 
     def _start_apiserver(self, timeout: float) -> None:
         assert self.state is not None
@@ -542,6 +558,17 @@ class LocalCluster:
         except OSError:
             return str(log)
         return f"{log}:\n" + "\n".join(tail)
+
+
+def _etcd_members(client: str) -> list[str] | None:
+    """The member names of the etcd answering at ``client`` (its gRPC gateway), or None while none answers."""
+    request = urllib.request.Request(f"{client}/v3/cluster/member/list", data=b"{}", method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            members = json.load(response).get("members") or []
+    except (OSError, ValueError):
+        return None
+    return [str(m.get("name", "")) for m in members]
 
 
 def _http_ok(url: str, context: ssl.SSLContext | None = None) -> bool:
