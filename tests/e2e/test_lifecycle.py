@@ -93,10 +93,14 @@ def test_maximum_execution_time_evicts_and_deactivates(
     started(cluster, namespace, "bounded")
     wl = workload_of(cluster, namespace, "bounded") or {}
     assert wl["spec"]["maximumExecutionTimeSeconds"] == 3
+    # The admission time is read while the Workload is admitted: once evicted and released, its Admitted condition
+    # turns False and its transition time becomes the release's.
+    admitted = condition(wl, "Admitted") or {}
+    assert admitted.get("status") == "True"
+    admitted_at = admitted.get("lastTransitionTime")
 
     evicted = _evicted(cluster, namespace, "bounded", "DeactivatedDueToMaximumExecutionTimeExceeded")
     assert evicted["spec"]["active"] is False
-    admitted_at = (condition(evicted, "Admitted") or {}).get("lastTransitionTime")
     evicted_at = (condition(evicted, "Evicted") or {}).get("lastTransitionTime")
     assert admitted_at is not None
     assert evicted_at is not None
