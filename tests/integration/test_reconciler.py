@@ -16,12 +16,12 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.doubles.fakekube import FakeKube
+from tests.sessioncluster import started_cluster
 from webhook.api import constants
 from webhook.controller.reconciler import Reconciler
 from webhook.controller.supervisor import Supervisor
@@ -41,13 +41,7 @@ FLAVOR_LABEL = "turnstile.test/pool"
 
 @pytest.fixture(scope="module")
 def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path_factory.getbasetemp()
-    local = LocalCluster(Path(base) / f"turnstile-reconciler-{os.getpid()}")
-    local.start()
-    try:
-        yield local
-    finally:
-        local.stop()
+    yield from started_cluster(tmp_path_factory, "reconciler")
 
 
 @dataclass
