@@ -95,14 +95,9 @@ async def read_body(request: web.Request, limit: int, seconds: float = BODY_TIME
         raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=request.content_length)
     # Chunks joined once at the end: growing one buffer would reallocate it at every size up to 3 MiB.
     chunks: list[bytes] = []
-    size = 0
     try:
         async with asyncio.timeout(seconds):
-            while chunk := await request.content.readany():
-                size += len(chunk)
-                if size > limit:
-                    raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
-                chunks.append(chunk)
+            await _read_into(request, limit, chunks)
     except TimeoutError:
         chunks.clear()
         raise web.HTTPRequestTimeout(text=f"the request body was not received within {seconds:.0f}s") from None
@@ -118,6 +113,22 @@ async def read_body(request: web.Request, limit: int, seconds: float = BODY_TIME
     data = b"".join(chunks)
     chunks.clear()
     return data
+
+
+async def _read_into(request: web.Request, limit: int, chunks: list[bytes]) -> None:
+    """Appends the body's chunks to ``chunks``. A failed read's traceback keeps this frame alive, and the caller's
+    ``raise ... from None`` still links it as the context: the last chunk (up to aiohttp's read buffer, 256 KiB) must
+    not stay in a local here."""
+    size = 0
+    chunk = b""
+    try:
+        while chunk := await request.content.readany():
+            size += len(chunk)
+            if size > limit:
+                raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=size)
+            chunks.append(chunk)
+    finally:
+        chunk = b""
 
 
 def _disabled(endpoint: Endpoint) -> Handler:
