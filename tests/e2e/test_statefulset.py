@@ -1,7 +1,9 @@
 """A StatefulSet through Turnstile, as Kueue manages one: its pods form one pod group (fast admission, sized by
 ``replicas``), admitted whole; with the default ``OrderedReady`` policy pod-1 comes only once pod-0 runs, and is
 released at once because the group's Workload already holds its quota. Scaling to zero frees the quota; other
-resizes of a queued StatefulSet are refused, and so is a queue change once admitted.
+resizes of a queued StatefulSet are refused, and so is a queue change once admitted. Preempted, its running pods
+are deleted (pods cannot be suspended); the StatefulSet controller makes them again, gated and without the
+flavor, its Workload waits without quota, and runs them again once admitted.
 
 The local cluster runs the statefulset controller (it creates and deletes the pods); no scheduler, nodes or
 kubelet: the test marks pods Running and Ready as a kubelet would, and an admitted pod is one whose admission gate
@@ -19,15 +21,20 @@ from tests.e2e.kube import (
     WORKLOAD,
     apply,
     cluster_queue,
+    condition,
     create,
     eventually,
     flavor,
     get,
     is_true,
     items,
+    job,
     local_queue,
     maybe_get,
     patch,
+    priority_class,
+    started,
+    workload_of,
 )
 from webhook.jobs.statefulset import group_name
 from webhook.local.cluster import LocalCluster
@@ -38,11 +45,12 @@ GATE = {"name": "kueue.x-k8s.io/admission"}
 SELECTOR = {"pool": "stateful"}
 
 
-def _statefulset(namespace: str, name: str, replicas: int) -> dict[str, Any]:
+def _statefulset(namespace: str, name: str, replicas: int, *, priority: str = "") -> dict[str, Any]:
+    labels = {"kueue.x-k8s.io/queue-name": "q"} | ({"kueue.x-k8s.io/priority-class": priority} if priority else {})
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {
             "replicas": replicas,
             "serviceName": name,
@@ -149,4 +157,98 @@ def test_a_statefulset_is_one_pod_group_admitted_whole_and_scaling_to_zero_frees
     eventually(
         lambda: maybe_get(cluster, WORKLOAD, group_name(namespace, "next"), namespace) is None,
         what="next's Workload to go",
+    )
+
+
+TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "stateful", "effect": "NoSchedule"}
+
+
+def _placed(pod: dict[str, Any]) -> bool:
+    """Released onto the flavor: its node selector and its toleration."""
+    return _released(pod) and TOLERATION in (pod["spec"].get("tolerations") or [])
+
+
+def _regated(pod: dict[str, Any]) -> bool:
+    """Waiting for admission again, with nothing of the flavor left on it."""
+    spec = pod["spec"]
+    return (
+        GATE in (spec.get("schedulingGates") or [])
+        and not spec.get("nodeSelector")
+        and TOLERATION not in (spec.get("tolerations") or [])
+    )
+
+
+def test_a_preempted_statefulset_has_its_pods_gated_again_and_runs_again_once_readmitted(
+    cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
+) -> None:
+    cq, fl = f"cq-{namespace}", f"fl-{namespace}"
+    low, high = f"low-{namespace}", f"high-{namespace}"
+    apply(
+        cluster,
+        flavor(fl, node_labels=SELECTOR, tolerations=[TOLERATION]),
+        cluster_queue(cq, flavors={fl: {"cpu": "2"}}, preemption={"withinClusterQueue": "LowerPriority"}),
+        priority_class(low, 10),
+        priority_class(high, 1000),
+    )
+    apply(cluster, local_queue(namespace, "q", cq))
+    group = group_name(namespace, "web")
+
+    # 1. A low-priority StatefulSet of two, admitted and running on the flavor.
+    create(cluster, _statefulset(namespace, "web", 2, priority=low))
+    eventually(lambda: _placed(_pods(cluster, namespace, "web").get("web-0") or {"spec": {}}), what="web-0 placed")
+    _run(cluster, namespace, "web-0")
+    eventually(lambda: _placed(_pods(cluster, namespace, "web").get("web-1") or {"spec": {}}), what="web-1 placed")
+    _run(cluster, namespace, "web-1")
+    before = {name: pod["metadata"]["uid"] for name, pod in _pods(cluster, namespace, "web").items()}
+    assert get(cluster, WORKLOAD, group, namespace)["spec"]["priority"] == 10
+
+    # 2. A high-priority Job needs the whole quota: the StatefulSet's Workload is preempted.
+    create(cluster, job(namespace, "urgent", queue="q", requests={"cpu": "2"}, priority_class=high))
+    evicted = eventually(
+        lambda: (w := maybe_get(cluster, WORKLOAD, group, namespace)) and is_true(w, "Preempted") and w,
+        what="web's Workload to be preempted",
+    )
+    assert is_true(evicted, "Evicted"), condition(evicted, "Evicted")
+
+    # 3. Its running pods are removed (pods cannot be suspended); the StatefulSet controller makes web-0 again, and
+    #    it waits at the gate with none of the flavor's node selector or tolerations; web-1 waits for web-0
+    #    (OrderedReady). The quota is back: the Job runs.
+    def regated() -> dict[str, dict[str, Any]] | None:
+        pods = _pods(cluster, namespace, "web")
+        fresh = list(pods) == ["web-0"] and pods["web-0"]["metadata"]["uid"] != before["web-0"]
+        return pods if fresh and _regated(pods["web-0"]) else None
+
+    eventually(regated, what="web-0 made again, gated, without the flavor")
+    started(cluster, namespace, "urgent")
+    urgent = workload_of(cluster, namespace, "urgent")
+    assert urgent is not None
+    assert is_true(urgent, "Admitted")
+    pending = eventually(
+        lambda: (
+            (w := maybe_get(cluster, WORKLOAD, group, namespace))
+            and (qr := condition(w, "QuotaReserved"))
+            and qr["status"] == "False"
+            and not (w.get("status") or {}).get("admission")
+            and w
+        ),
+        what="web's Workload to give its quota back and wait",
+    )
+    assert [ps["count"] for ps in pending["spec"]["podSets"]] == [2]
+    template = get(cluster, "statefulset", "web", namespace)["spec"]["template"]["spec"]
+    assert "nodeSelector" not in template  # the template never carried the flavor: the pods did
+    assert "tolerations" not in template
+    assert _regated(_pods(cluster, namespace, "web")["web-0"])  # still waiting: its quota is the Job's
+
+    # 4. The Job goes: the StatefulSet is admitted again and runs again, both pods on the flavor.
+    cluster.kubectl("delete", "job", "urgent", "-n", namespace, "--wait=false")
+    eventually(lambda: _placed(_pods(cluster, namespace, "web")["web-0"]), what="web-0 placed again")
+    assert is_true(get(cluster, WORKLOAD, group, namespace), "Admitted")
+    _run(cluster, namespace, "web-0")
+    eventually(
+        lambda: (
+            (p := _pods(cluster, namespace, "web").get("web-1"))
+            and _placed(p)
+            and p["metadata"]["uid"] != before["web-1"]
+        ),
+        what="web-1 made again and placed",
     )

@@ -7,7 +7,8 @@ For each group of managed pods (a single pod is a group of one), in order:
 3. admitted → gated pods, up to each PodSet's count, lose the admission gate and gain the flavors' node selector
    and tolerations;
 4. running without admission (evicted, say) → the group's pods that still run are deleted (pods cannot be
-   suspended), then an evicted Workload's quota is released.
+   suspended; a StatefulSet makes them again, gated, and its Workload is kept for them), then an evicted
+   Workload's quota is released.
 Steps 2-4 are the state machine every kind shares (``webhook.jobs.steps``, as ``JobSync``'s steps 3-7): only what
 they mean for pods is here. Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
@@ -89,6 +90,7 @@ class PodGroupSync:
                     await self._write_status(body)
         elif step is Step.STOP:
             # 4. Running without admission (evicted, say): the pods go (pods cannot be suspended), then the quota.
+            workload = await self._keep(workload, pods, running)
             for pod in running:
                 meta = pod["metadata"]
                 with contextlib.suppress(errors.NotFound):
@@ -144,9 +146,27 @@ class PodGroupSync:
             await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
         log.debug("pod group released", extra=object_fields(dict(workload)))
 
+    async def _keep(self, workload: Object, group: Sequence[Object], stopping: Sequence[Mapping[str, Any]]) -> Object:
+        """A Workload whose every owner is about to be deleted would be garbage-collected with them, and with it
+        the eviction and the requeue: the pods' controller (a StatefulSet, which makes them again, gated) owns it
+        until the first of those new pods joins (``_adopt`` drops it then), as Kueue's pod finalizers keep a
+        group's Workload across its pods' replacement."""
+        keeper = pod_group.controller_of(group)
+        gone = {(p.get("metadata") or {}).get("uid") for p in stopping}
+        owners = list((workload.get("metadata") or {}).get("ownerReferences") or [])
+        if keeper is None or any(o.get("uid") not in gone for o in owners):
+            return workload
+        meta = workload["metadata"]
+        result = await self._kube.patch(
+            WORKLOAD, meta["name"], {"metadata": {"ownerReferences": [*owners, keeper]}}, namespace=meta["namespace"]
+        )
+        self._cache.observe(WORKLOAD, result)
+        return result
+
     async def _adopt(self, workload: Object, group: Sequence[Object], newcomers: Sequence[Mapping[str, Any]]) -> Object:
         """The Workload goes only when its last pod goes: pods that joined after it was created own it too
-        (references to pods gone are dropped, so a StatefulSet's replaced pods do not pile up)."""
+        (references to pods gone are dropped, so a StatefulSet's replaced pods do not pile up, and so is the
+        StatefulSet that kept it while its pods were replaced: ``_keep``)."""
         meta = workload["metadata"]
         present = {(p.get("metadata") or {}).get("uid") for p in group}
         kept = [o for o in meta.get("ownerReferences") or [] if o.get("uid") in present]

@@ -194,6 +194,16 @@ def owner_ref(pod: Mapping[str, Any]) -> JSON:
     return {"apiVersion": "v1", "kind": "Pod", "name": _meta(pod).get("name"), "uid": _meta(pod).get("uid")}
 
 
+def controller_of(pods: Sequence[Mapping[str, Any]]) -> JSON | None:
+    """The controller every pod of the group shares (a StatefulSet), as a plain owner reference; None if they
+    have none or not the same one."""
+    refs = [next((o for o in _meta(p).get("ownerReferences") or [] if o.get("controller")), None) for p in pods]
+    if not refs or refs[0] is None or any(r is None or r.get("uid") != refs[0].get("uid") for r in refs):
+        return None
+    first = refs[0]
+    return {key: first[key] for key in ("apiVersion", "kind", "name", "uid")}
+
+
 def unowned(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Pods of the group the Workload does not name as owners yet (they came after it, under fast admission)."""
     uids = {o.get("uid") for o in (workload.get("metadata") or {}).get("ownerReferences") or []}

@@ -157,6 +157,38 @@ async def test_an_evicted_group_loses_its_running_pods_then_its_quota() -> None:
     assert not wl_life.holds_quota(await world.workload())
 
 
+async def test_an_evicted_statefulset_group_keeps_its_workload_for_the_pods_made_again() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "sts-uid", "controller": True}
+    for i in range(2):
+        pod = make_pod(f"web-{i}", total=2, fast=True)
+        pod["metadata"]["ownerReferences"] = [sts]
+        await world.kube.create(r.POD, pod)
+    await world.pass_once()
+    await world.admit()
+    await world.pass_once()
+    workload = await world.workload()
+    await world.kube.replace_status(
+        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+    )
+    await world.pass_once()
+    assert world.pods() == {}
+    # Every pod that owned it is gone: the StatefulSet owns it meanwhile, so the collector leaves it.
+    kept = await world.workload()
+    assert "sts-uid" in [o["uid"] for o in kept["metadata"]["ownerReferences"]]
+    assert not wl_life.holds_quota(kept)
+    # The StatefulSet makes web-0 again: it joins the Workload, which is its pods' again (scaling to zero
+    # collects it), and it stays gated: the Workload waits for quota.
+    again = make_pod("web-0", total=2, fast=True)
+    again["metadata"]["ownerReferences"] = [sts]
+    await world.kube.create(r.POD, again)
+    await world.pass_once()
+    owners = (await world.workload())["metadata"]["ownerReferences"]
+    assert [(o["kind"], o["name"]) for o in owners] == [("Pod", "web-0")]
+    assert _gated(world.pods()["web-0"])
+
+
 async def test_a_pod_running_without_admission_is_stopped() -> None:
     world = World()
     pod = await world.kube.create(r.POD, make_pod("solo", group="solo", total=1))
