@@ -241,7 +241,8 @@ def test_a_preempted_statefulset_has_its_pods_gated_again_and_runs_again_once_re
 
     # 4. The Job goes: the StatefulSet is admitted again and runs again, both pods on the flavor.
     cluster.kubectl("delete", "job", "urgent", "-n", namespace, "--wait=false")
-    eventually(lambda: _placed(_pods(cluster, namespace, "web")["web-0"]), what="web-0 placed again")
+    # (it took over 30 s once, in a run at load ~10)
+    eventually(lambda: _placed(_pods(cluster, namespace, "web")["web-0"]), timeout=60, what="web-0 placed again")
     assert is_true(get(cluster, WORKLOAD, group, namespace), "Admitted")
     _run(cluster, namespace, "web-0")
     eventually(

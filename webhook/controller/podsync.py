@@ -8,7 +8,7 @@ For each group of managed pods (a single pod is a group of one), in order:
    and tolerations;
 4. running without admission (evicted, say) → the group's pods that still run are deleted (pods cannot be
    suspended; a StatefulSet makes them again, gated, and its Workload is kept for them), then an evicted
-   Workload's quota is released.
+   Workload's quota is released, once none of its deleted pods still runs on its node (as Kueue waits).
 Steps 2-4 are the state machine every kind shares (``webhook.jobs.steps``, as ``JobSync``'s steps 3-7): only what
 they mean for pods is here. Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
@@ -38,6 +38,11 @@ from webhook.logs import object_fields
 log = logging.getLogger(__name__)
 
 
+def _idle(leaving: bool) -> JobState:
+    """A group all of whose pods were deleted: nothing waits or runs, but some may still stop on their nodes."""
+    return JobState(done=False, waiting=False, running=False, active_pods=leaving)
+
+
 class PodGroupSync:
     def __init__(
         self, kube: Kube, cache: ClusterCache, *, events: EventRecorder, track_pods_ready: bool = False
@@ -51,14 +56,19 @@ class PodGroupSync:
         by_workload: dict[tuple[str, str], list[Object]] = {}
         for pod in self._cache.pods():
             meta = pod.get("metadata") or {}
-            if meta.get("deletionTimestamp"):
-                continue
             by_workload.setdefault((meta.get("namespace", ""), pod_group.workload_name([pod])), []).append(pod)
         return list(by_workload.values())
 
-    async def sync(self, pods: Sequence[Object], now: datetime.datetime) -> None:
-        namespace = (pods[0].get("metadata") or {}).get("namespace", "")
-        workload = self._cache.workload(namespace, pod_group.workload_name(pods))
+    async def sync(self, group: Sequence[Object], now: datetime.datetime) -> None:
+        namespace = (group[0].get("metadata") or {}).get("namespace", "")
+        workload = self._cache.workload(namespace, pod_group.workload_name(group))
+        # Deleted pods are no longer the group's, but one still running holds its node: the quota stays.
+        pods = [p for p in group if not pod_group.is_leaving(p)]
+        leaving = any(pod_group.still_running(p, now) for p in group)
+        if not pods:
+            if workload is not None and next_step(workload, _idle(leaving)) is Step.GIVE_BACK:
+                await self._write_status(wl_life.released(workload, now=now))
+            return
         done, succeeded = pod_group.finished(pods)
 
         # 1. The Workload, once the group is complete.
@@ -74,7 +84,7 @@ class PodGroupSync:
         # 2-4: the state machine every kind shares (webhook.jobs.steps); gating is how pods are suspended.
         running = pod_group.running(pods)
         waiting = any(pod_group.is_gated(p) for p in pods)
-        state = JobState(done=done, waiting=waiting, running=bool(running), active_pods=bool(running))
+        state = JobState(done=done, waiting=waiting, running=bool(running), active_pods=bool(running) or leaving)
         step = next_step(workload, state)
         if step is Step.FINISH:
             # 2. Finished.
@@ -94,11 +104,13 @@ class PodGroupSync:
             for pod in running:
                 meta = pod["metadata"]
                 with contextlib.suppress(errors.NotFound):
-                    await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+                    last = await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+                    leaving = leaving or (last is not None and pod_group.still_running(last, now))
             why = "evicted" if wl_life.is_evicted(workload) else "not admitted by a ClusterQueue"
             for pod in running:
                 await self._events.record(pod, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
-            if wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
+            # Gone at once (never on a node): the quota now; still stopping on their nodes: once they are gone.
+            if wl_life.is_evicted(workload) and wl_life.holds_quota(workload) and not leaving:
                 await self._write_status(wl_life.released(workload, now=now))
         elif step is Step.GIVE_BACK:
             await self._write_status(wl_life.released(workload, now=now))

@@ -13,12 +13,14 @@ pod). Pure: the reconciler decides when and writes.
 from __future__ import annotations
 
 import copy
+import datetime
 import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
+from webhook.api.conditions import parse_time
 from webhook.api.constants import (
     ADMISSION_SCHEDULING_GATE,
     API_VERSION,
@@ -79,6 +81,25 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
 def running(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The group's pods released and not ended: what holds nodes."""
     return [p for p in pods if not is_gated(p) and not is_terminal(p)]
+
+
+def is_leaving(pod: Mapping[str, Any]) -> bool:
+    """Deleted, still there while its containers stop (or its finalizers go)."""
+    return bool(_meta(pod).get("deletionTimestamp"))
+
+
+def still_running(pod: Mapping[str, Any], now: datetime.datetime) -> bool:
+    """A deleted pod that still holds its node: Running until its kubelet has stopped it, as Kueue counts a
+    group active (its quota stays) unless the pod is stuck past its grace period (a lost node)."""
+    meta = _meta(pod)
+    if not meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
+        return False
+    try:
+        deadline = parse_time(str(meta["deletionTimestamp"]))
+    except ValueError:
+        return True
+    grace = int(meta.get("deletionGracePeriodSeconds") or 0)
+    return now <= deadline + datetime.timedelta(seconds=grace)
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:

@@ -3,7 +3,7 @@ that come later, release up to the admitted count, stopping what runs without ad
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.doubles.fakekube import FakeKube
@@ -52,12 +52,12 @@ class World:
             self.kube, self.cache, events=EventRecorder(self.kube), track_pods_ready=track_pods_ready
         )
 
-    async def pass_once(self) -> None:
+    async def pass_once(self, now: datetime = NOW) -> None:
         """One reconciler pass over every group, from what the API server holds now."""
         for resource in (r.POD, r.WORKLOAD, r.RESOURCE_FLAVOR):
             self.cache.replace(resource, self.kube.objects(resource))
         for group in self.sync.groups():
-            await self.sync.sync(group, NOW)
+            await self.sync.sync(group, now)
 
     async def workload(self, name: str = "trio") -> Object:
         return await self.kube.get(r.WORKLOAD, name, namespace=NS)
@@ -186,6 +186,60 @@ async def test_an_evicted_statefulset_group_keeps_its_workload_for_the_pods_made
     await world.pass_once()
     owners = (await world.workload())["metadata"]["ownerReferences"]
     assert [(o["kind"], o["name"]) for o in owners] == [("Pod", "web-0")]
+    assert _gated(world.pods()["web-0"])
+
+
+async def test_an_evicted_groups_quota_stays_while_its_deleted_pods_still_run_on_their_nodes() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "sts-uid", "controller": True}
+    pod = make_pod("web-0", total=1, fast=True)
+    pod["metadata"] |= {"ownerReferences": [sts], "finalizers": ["example.com/kubelet"]}  # stands for the kubelet
+    await world.kube.create(r.POD, pod)
+    await world.pass_once()
+    await world.admit()
+    await world.pass_once()
+    running = world.pods()["web-0"]
+    await world.kube.replace_status(r.POD, running | {"status": {"phase": "Running"}})
+    workload = await world.workload()
+    await world.kube.replace_status(
+        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+    )
+    await world.pass_once()
+    assert world.pods()["web-0"]["metadata"].get("deletionTimestamp")  # deleted, still stopping
+    assert wl_life.holds_quota(await world.workload())
+    await world.pass_once()
+    assert wl_life.holds_quota(await world.workload()), "quota given back while a pod still runs"
+    # Past its grace period it is stuck (a lost node, say): it no longer holds the quota, as in Kueue.
+    await world.pass_once(NOW + timedelta(seconds=5))
+    assert not wl_life.holds_quota(await world.workload())
+
+
+async def test_an_evicted_groups_quota_goes_back_once_its_deleted_pods_are_gone() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "sts-uid", "controller": True}
+    pod = make_pod("web-0", total=1, fast=True)
+    pod["metadata"] |= {"ownerReferences": [sts], "finalizers": ["example.com/kubelet"]}
+    await world.kube.create(r.POD, pod)
+    await world.pass_once()
+    await world.admit()
+    await world.pass_once()
+    await world.kube.replace_status(r.POD, world.pods()["web-0"] | {"status": {"phase": "Running"}})
+    workload = await world.workload()
+    await world.kube.replace_status(
+        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+    )
+    await world.pass_once()
+    assert wl_life.holds_quota(await world.workload())
+    # The kubelet has stopped it: the pod goes, the StatefulSet makes it again, gated; the quota goes back.
+    await world.kube.patch(r.POD, "web-0", {"metadata": {"finalizers": None}}, namespace=NS)
+    assert world.pods() == {}
+    again = make_pod("web-0", total=1, fast=True)
+    again["metadata"]["ownerReferences"] = [sts]
+    await world.kube.create(r.POD, again)
+    await world.pass_once()
+    assert not wl_life.holds_quota(await world.workload())
     assert _gated(world.pods()["web-0"])
 
 
