@@ -1,7 +1,8 @@
 """A StatefulSet through Turnstile, as Kueue manages one: its pods form one pod group (fast admission, sized by
 ``replicas``), admitted whole; with the default ``OrderedReady`` policy pod-1 comes only once pod-0 runs, and is
 released at once because the group's Workload already holds its quota. Scaling to zero frees the quota; other
-resizes of a queued StatefulSet are refused, and so is a queue change once admitted. Preempted, its running pods
+resizes of a queued StatefulSet are refused, and so is a queue change once admitted; ``kubectl scale`` (the
+/scale subresource) to zero and back up to the same size works too. Preempted, its running pods
 are deleted (pods cannot be suspended); the StatefulSet controller makes them again, gated and without the
 flavor, its Workload waits without quota, and runs them again once admitted.
 
@@ -253,3 +254,29 @@ def test_a_preempted_statefulset_has_its_pods_gated_again_and_runs_again_once_re
         ),
         what="web-1 made again and placed",
     )
+
+
+def test_kubectl_scale_back_up_from_zero_goes_through_the_scale_subresource_and_still_queues_the_group(
+    cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
+) -> None:
+    """No webhook of the StatefulSet sees a /scale request: the group keeps the size it had at zero, so back up
+    the new pods carry it (a size of 0 had every pod refused by the pod webhook, and none was ever created)."""
+    cq, fl = f"cq-{namespace}", f"fl-{namespace}"
+    apply(cluster, flavor(fl, node_labels=SELECTOR), cluster_queue(cq, flavors={fl: {"cpu": "2"}}))
+    apply(cluster, local_queue(namespace, "q", cq))
+    group = group_name(namespace, "web")
+    create(cluster, _statefulset(namespace, "web", 2))
+    eventually(lambda: _released(_pods(cluster, namespace, "web").get("web-0") or {"spec": {}}), what="web-0")
+
+    # Down to zero through the object (its webhook sees that one): the pods go, the Workload with them.
+    patch(cluster, "statefulset", "web", {"spec": {"replicas": 0}}, namespace)
+    eventually(lambda: not _pods(cluster, namespace, "web"), what="web's pods to go")
+    eventually(lambda: maybe_get(cluster, WORKLOAD, group, namespace) is None, what="web's Workload to go")
+
+    # Back up to two with `kubectl scale`: web-0 is created gated, its group's Workload counts two, admitted,
+    # released.
+    cluster.kubectl("scale", "statefulset", "web", "-n", namespace, "--replicas=2")
+    eventually(lambda: _released(_pods(cluster, namespace, "web").get("web-0") or {"spec": {}}), what="web-0 again")
+    wl = get(cluster, WORKLOAD, group, namespace)
+    assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2]
+    assert is_true(wl, "Admitted")

@@ -68,11 +68,12 @@ class StatefulSetAdapter:
         group = self.pod_group(obj, namespace)
         if not group:
             return {}, {}
-        annotations = {
-            c.POD_GROUP_TOTAL_COUNT_ANNOTATION: str(replicas(obj)),
-            c.POD_GROUP_FAST_ADMISSION_ANNOTATION: "true",
-            c.POD_GROUP_SERVING_ANNOTATION: "true",
-        }
+        annotations = {c.POD_GROUP_FAST_ADMISSION_ANNOTATION: "true", c.POD_GROUP_SERVING_ANNOTATION: "true"}
+        # Scaled to zero, the group keeps the size it had: ``kubectl scale`` goes through the /scale subresource,
+        # which no webhook of the StatefulSet sees, so back up from zero that way its pods carry this size (a
+        # size of 0 would have every pod refused). A scale through the object itself restamps it.
+        if count := replicas(obj):
+            annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] = str(count)
         return {c.POD_GROUP_NAME_LABEL: group}, annotations
 
     def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:

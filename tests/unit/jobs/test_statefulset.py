@@ -77,6 +77,12 @@ def test_the_group_size_follows_a_scale_up_from_zero_and_replicas_defaults_to_on
     assert annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] == "1"
 
 
+def test_scaled_to_zero_the_group_keeps_its_size_for_a_scale_back_up_through_the_scale_subresource() -> None:
+    running = mutated(make_sts(replicas=3))
+    paused = mutated(running | {"spec": running["spec"] | {"replicas": 0}}, operation="UPDATE")
+    assert paused["spec"]["template"]["metadata"]["annotations"][c.POD_GROUP_TOTAL_COUNT_ANNOTATION] == "3"
+
+
 def test_the_group_name_is_a_valid_label_value_even_for_a_long_name() -> None:
     name = statefulset.group_name(NAMESPACE, "w" * 250)
     assert len(name) <= 63
