@@ -347,4 +347,8 @@ class ClusterCache:
     @staticmethod
     def is_admitted(wl: Object) -> bool:
         """Admitted, or (with no admission checks) holding a quota reservation with an admission."""
-        return model.decode_status(wl).admitted
+        return model.admitted(
+            has_admission=model.raw_has_admission(wl),
+            conditions=model.raw_conditions(wl),
+            has_checks=bool((wl.get("status") or {}).get("admissionChecks")),
+        )

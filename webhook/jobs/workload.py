@@ -47,19 +47,21 @@ def _set(conds: list[JSON], now: datetime.datetime, kind: str, status: bool, rea
 
 # The predicates on the dicts the job reconcilers hold: defined once in webhook.api.model.
 def holds_quota(workload: Mapping[str, Any]) -> bool:
-    return model.decode_status(workload).holds_quota
+    return model.holds_quota(has_admission=model.raw_has_admission(workload), conditions=model.raw_conditions(workload))
 
 
 def is_admitted(workload: Mapping[str, Any]) -> bool:
-    return model.decode_status(workload).runs_admitted
+    return model.runs_admitted(
+        has_admission=model.raw_has_admission(workload), conditions=model.raw_conditions(workload)
+    )
 
 
 def is_evicted(workload: Mapping[str, Any]) -> bool:
-    return model.decode_status(workload).evicted
+    return model.evicted(model.raw_conditions(workload))
 
 
 def is_finished(workload: Mapping[str, Any]) -> bool:
-    return model.decode_status(workload).finished
+    return model.finished(model.raw_conditions(workload))
 
 
 def admitted(workload: Mapping[str, Any], admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:

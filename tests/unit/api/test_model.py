@@ -9,6 +9,8 @@ import pytest
 
 from webhook.api import model, wire
 from webhook.api.workload import parse_workload
+from webhook.controller.cache import ClusterCache
+from webhook.jobs import workload as wl_life
 
 WHEN = "2026-01-01T00:00:00Z"
 
@@ -84,21 +86,25 @@ ADMISSION = {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count
 def test_predicates(
     obj: dict[str, Any], holds: bool, runs: bool, admitted: bool, finished: bool, evicted: bool
 ) -> None:
-    status = model.decode_status(obj)
+    status = model.decode_workload(obj).status
     assert (status.holds_quota, status.runs_admitted, status.admitted) == (holds, runs, admitted)
     assert (status.finished, status.evicted) == (finished, evicted)
-    assert model.decode_workload(obj).status == status
+    # The job reconcilers ask the same definitions on the dict, without decoding it.
+    assert (wl_life.holds_quota(obj), wl_life.is_admitted(obj)) == (holds, runs)
+    assert (wl_life.is_finished(obj), wl_life.is_evicted(obj)) == (finished, evicted)
+    assert ClusterCache.is_admitted(obj) is admitted
 
 
 def test_admission_checks_hold_back_admitted() -> None:
     obj = make_workload(cond("QuotaReserved"), admission=ADMISSION)
     obj["status"]["admissionChecks"] = [{"name": "check", "state": "Pending"}]
-    assert model.decode_status(obj).admitted is False
+    assert model.decode_workload(obj).status.admitted is False
+    assert ClusterCache.is_admitted(obj) is False
 
 
 def test_the_scheduler_view_answers_with_the_same_predicates() -> None:
     obj = make_workload(cond("QuotaReserved"), cond("Finished"), admission=ADMISSION)
-    typed, view = model.decode_status(obj), parse_workload(obj)
+    typed, view = model.decode_workload(obj).status, parse_workload(obj)
     assert (view.finished, view.holds_quota) == (typed.finished, typed.holds_quota) == (True, False)
 
 
