@@ -141,8 +141,8 @@ class Spec(msgspec.Struct, frozen=True, rename="camel"):
 
 
 class Admission(msgspec.Struct, frozen=True, rename="camel"):
+    # The assignments are not read here (the scheduler's view parses them): converting them would copy them whole.
     cluster_queue: str = ""
-    pod_set_assignments: tuple[dict[str, Any], ...] = ()
 
 
 class RequeueState(msgspec.Struct, frozen=True, rename="camel"):
@@ -162,7 +162,8 @@ class Status(msgspec.Struct, frozen=True, rename="camel"):
 
     @property
     def has_admission(self) -> bool:
-        """``status.admission`` is recorded (an empty one, as a dict reads it, is none)."""
+        """``status.admission`` is recorded (an empty one, as a dict reads it, is none; the schema requires its
+        clusterQueue, so one without is empty)."""
         return self.admission is not None and self.admission != Admission()
 
     @property
