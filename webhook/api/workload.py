@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from webhook.api import constants, wire
+from webhook.api import constants, model, wire
 from webhook.api.flavor import Toleration, parse_tolerations
 from webhook.api.quantity import Quantity
 from webhook.api.resources import parse_resource_list, pod_requests
@@ -101,12 +101,11 @@ class Workload:
         return next((c for c in self.conditions if c.type == type_), None)
 
     def condition_true(self, type_: str) -> bool:
-        c = self.condition(type_)
-        return c is not None and c.status == "True"
+        return model.condition_true(self.conditions, type_)
 
     @property
     def finished(self) -> bool:
-        return self.condition_true(constants.COND_FINISHED)
+        return model.finished(self.conditions)
 
     @property
     def holds_quota(self) -> bool:
@@ -115,12 +114,18 @@ class Workload:
         Deliberately conservative: a workload being evicted keeps its ``status.admission`` (and its pods may
         still run) until the reconciler clears it, so it keeps counting until then, whatever its conditions say.
         """
-        return self.admission is not None and not self.finished
+        return model.holds_quota(has_admission=self.admission is not None, conditions=self.conditions)
 
     @property
     def pending(self) -> bool:
         """Waiting for quota: active, not finished, no admission recorded."""
         return self.admission is None and self.active and not self.finished
+
+    @property
+    def queue_order(self) -> model.QueueOrder:
+        return model.queue_order(
+            priority=self.priority, created=self.created, uid=self.uid, namespace=self.namespace, name=self.name
+        )
 
     @property
     def quota_reserved_at(self) -> datetime:

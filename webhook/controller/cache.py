@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple
 
-from webhook.api import constants
+from webhook.api import constants, model
 from webhook.controller.informer import ChangeType
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
 from webhook.kube import resources as r
@@ -38,13 +38,6 @@ def _version(obj: Object | None) -> int | None:
     # resourceVersions are opaque by contract but etcd revisions in practice; compare only when numeric.
     raw = ((obj or {}).get("metadata") or {}).get("resourceVersion")
     return int(raw) if isinstance(raw, str) and raw.isdigit() else None
-
-
-def _is_true(obj: Object, condition: str) -> bool:
-    return any(
-        c.get("type") == condition and c.get("status") == "True"
-        for c in ((obj.get("status") or {}).get("conditions") or [])
-    )
 
 
 class ChangeJournal:
@@ -354,12 +347,8 @@ class ClusterCache:
     @staticmethod
     def is_admitted(wl: Object) -> bool:
         """Admitted, or (with no admission checks) holding a quota reservation with an admission."""
-        if _is_true(wl, constants.COND_ADMITTED):
-            return True
-        # Kueue sets Admitted once every admission check is Ready; with no checks, a reservation is admission.
-        status = wl.get("status") or {}
-        return (
-            _is_true(wl, constants.COND_QUOTA_RESERVED)
-            and bool(status.get("admission"))
-            and not status.get("admissionChecks")
+        return model.admitted(
+            has_admission=model.raw_has_admission(wl),
+            conditions=model.raw_conditions(wl),
+            has_checks=bool((wl.get("status") or {}).get("admissionChecks")),
         )

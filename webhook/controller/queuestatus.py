@@ -11,21 +11,20 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections import Counter
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from webhook.api import conditions
 from webhook.api.clusterqueue import ClusterQueue
+from webhook.api.localqueue import LocalQueue
 from webhook.api.quantity import Quantity, format_quantity
-from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.telemetry import QueueMetrics
+from webhook.core import queuestate
 from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, next_consumed
 from webhook.core.decisions import SchedulingResult
 from webhook.core.quota import QuotaBook
 from webhook.core.snapshot import Snapshot
-from webhook.core.usage import workload_usage
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import CLUSTER_QUEUE, COHORT, LOCAL_QUEUE
@@ -82,34 +81,40 @@ class QueueStatusWriter:
         """
         if self._deferred and self._batch is not None and not self._batch.done():
             return
+        # 1. What the statuses should say: counts, usage and activeness, from the core.
+        self._report_lifecycle(snapshot)
+        counts = queuestate.count_workloads(snapshot)
+        # 2. One write per queue, skipped when the object already says it.
+        writes = [
+            *self._cluster_queue_writes(snapshot, counts, now, result),
+            *self._local_queue_writes(snapshot, counts, now),
+        ]
+        if result is not None:
+            for name, share in result.cohort_shares:
+                writes.append(self._write_cohort(name, share))
+                if self._metrics is not None:
+                    self._metrics.set_cohort_weighted_share(name, share)
+        # 3. Concurrently: one at a time, 60 queues whose usage moves every pass held each pass up by ~1 s.
+        if self._deferred:
+            self._batch = asyncio.get_running_loop().create_task(_gather(writes), name="queue-status")
+            return
+        await asyncio.gather(*writes)
+
+    def _cluster_queue_writes(
+        self,
+        snapshot: Snapshot,
+        counts: queuestate.QueueCounts,
+        now: datetime.datetime,
+        result: SchedulingResult | None,
+    ) -> list[Coroutine[Any, Any, None]]:
         cq_shares = dict(result.cluster_queue_shares) if result is not None else {}
         cycles = QuotaBook(snapshot.cluster_queues, snapshot.cohorts) if snapshot.cohorts else None
-        self._report_lifecycle(snapshot)
-        lq_to_cq = {(lq.namespace, lq.name): lq.cluster_queue for lq in snapshot.local_queues}
-        pending_by_cq: Counter[str] = Counter()
-        pending_by_lq: Counter[tuple[str, str]] = Counter()
-        held: dict[str, list[Workload]] = {}
-        held_by_lq: dict[tuple[str, str], list[Workload]] = {}
-        writes: list[Coroutine[Any, Any, None]] = []
-        for wl in snapshot.workloads:
-            lq_key = (wl.namespace, wl.queue_name)
-            if wl.holds_quota and wl.admission is not None:
-                held.setdefault(wl.admission.cluster_queue, []).append(wl)
-                held_by_lq.setdefault(lq_key, []).append(wl)
-            elif wl.pending:
-                pending_by_lq[lq_key] += 1
-                if lq_key in lq_to_cq:
-                    pending_by_cq[lq_to_cq[lq_key]] += 1
+        flavors = [rf.name for rf in snapshot.flavors]
+        writes = []
         for cq in snapshot.cluster_queues:
-            workloads = held.get(cq.name, [])
-            usage: dict[tuple[str, str], Quantity] = {}
-            for wl in workloads:
-                for fr, q in workload_usage(wl).items():
-                    usage[fr] = usage[fr] + q if fr in usage else q  # keeps q's format (Gi stays Gi)
-            pending = pending_by_cq[cq.name]
-            active = cq.active and all(
-                f.name in {rf.name for rf in snapshot.flavors} for g in cq.resource_groups for f in g.flavors
-            )
+            workloads = counts.held.get(cq.name, [])
+            usage = queuestate.usage_of(workloads)
+            pending = counts.pending[cq.name]
             status: dict[str, Any] = {
                 "pendingWorkloads": pending,
                 "reservingWorkloads": len(workloads),
@@ -121,106 +126,91 @@ class QueueStatusWriter:
                 status["fairSharing"] = {"weightedShare": cq_shares[cq.name]}
                 if self._metrics is not None:
                     self._metrics.set_weighted_share(cq.name, cq_shares[cq.name], cohort=cq.cohort or "")
-            reason, message = ("Ready", "Can admit new workloads") if active else _inactive(cq)
             cycle = cycles.cycle_of(cq) if cycles is not None else None
-            if active and cycle is not None:
-                active, reason = False, "CohortHasCycle"
-                message = f"Can't admit new workloads: the parents of cohort {cq.cohort} form a cycle ({cycle})"
-            writes.append(
-                self._write(
-                    CLUSTER_QUEUE, cq.name, None, status, active=active, reason=reason, message=message, now=now
-                )
-            )
+            state = queuestate.cluster_queue_activeness(cq, flavors=flavors, cycle=cycle)
+            writes.append(self._write(CLUSTER_QUEUE, cq.name, None, status, state, now=now))
             if self._metrics is not None:
-                self._metrics.set_pending(cq.name, active=pending, inadmissible=0)
-                self._metrics.set_active_workloads(cq.name, reserving=len(workloads), admitted=len(workloads))
-                self._metrics.set_cluster_queue_status(cq.name, "active" if active else "pending")
-                for group in cq.resource_groups:
-                    for flavor in group.flavors:
-                        for quota in flavor.resources:
-                            used = usage.get((flavor.name, quota.name), ZERO)
-                            self._metrics.set_cluster_queue_quota(
-                                cq.name,
-                                flavor=flavor.name,
-                                resource=quota.name,
-                                nominal=_number(quota.nominal),
-                                borrowing_limit=None
-                                if quota.borrowing_limit is None
-                                else _number(quota.borrowing_limit),
-                                lending_limit=None if quota.lending_limit is None else _number(quota.lending_limit),
-                                cohort=cq.cohort or "",
-                            )
-                            self._metrics.set_cluster_queue_usage(
-                                cq.name,
-                                flavor=flavor.name,
-                                resource=quota.name,
-                                reserved=_number(used),
-                                used=_number(used),
-                                cohort=cq.cohort or "",
-                            )
-        cq_names = {cq.name for cq in snapshot.cluster_queues}
+                self._cluster_queue_metrics(cq, usage, pending=pending, held=len(workloads), active=state.active)
+        return writes
+
+    def _cluster_queue_metrics(
+        self, cq: ClusterQueue, usage: Mapping[tuple[str, str], Quantity], *, pending: int, held: int, active: bool
+    ) -> None:
+        assert self._metrics is not None
+        self._metrics.set_pending(cq.name, active=pending, inadmissible=0)
+        self._metrics.set_active_workloads(cq.name, reserving=held, admitted=held)
+        self._metrics.set_cluster_queue_status(cq.name, "active" if active else "pending")
+        for group in cq.resource_groups:
+            for flavor in group.flavors:
+                for quota in flavor.resources:
+                    used = usage.get((flavor.name, quota.name), ZERO)
+                    self._metrics.set_cluster_queue_quota(
+                        cq.name,
+                        flavor=flavor.name,
+                        resource=quota.name,
+                        nominal=_number(quota.nominal),
+                        borrowing_limit=None if quota.borrowing_limit is None else _number(quota.borrowing_limit),
+                        lending_limit=None if quota.lending_limit is None else _number(quota.lending_limit),
+                        cohort=cq.cohort or "",
+                    )
+                    self._metrics.set_cluster_queue_usage(
+                        cq.name,
+                        flavor=flavor.name,
+                        resource=quota.name,
+                        reserved=_number(used),
+                        used=_number(used),
+                        cohort=cq.cohort or "",
+                    )
+
+    def _local_queue_writes(
+        self, snapshot: Snapshot, counts: queuestate.QueueCounts, now: datetime.datetime
+    ) -> list[Coroutine[Any, Any, None]]:
+        cq_names = [cq.name for cq in snapshot.cluster_queues]
         fair_admission = {cq.name for cq in snapshot.cluster_queues if cq.admission_mode == USAGE_BASED}
+        writes = []
         for lq in snapshot.local_queues:
             key = (lq.namespace, lq.name)
-            workloads = held_by_lq.get(key, [])
+            workloads = counts.held_by_local_queue.get(key, [])
             usage_rows: dict[str, dict[str, Quantity]] = {}
-            for wl in workloads:
-                for (flavor_name, resource), q in workload_usage(wl).items():
-                    row = usage_rows.setdefault(flavor_name, {})
-                    row[resource] = row[resource] + q if resource in row else q
+            for (flavor_name, resource), q in queuestate.usage_of(workloads).items():
+                usage_rows.setdefault(flavor_name, {})[resource] = q
             flavors = [
                 {"name": f, "resources": [{"name": r, "total": format_quantity(q)} for r, q in sorted(rs.items())]}
                 for f, rs in sorted(usage_rows.items())
             ]
-            status = {
-                "pendingWorkloads": pending_by_lq[key],
+            status: dict[str, Any] = {
+                "pendingWorkloads": counts.pending_by_local_queue[key],
                 "reservingWorkloads": len(workloads),
                 "admittedWorkloads": len(workloads),
                 "flavorsReservation": flavors,
                 "flavorsUsage": flavors,
             }
             if self._afs.enabled and lq.cluster_queue in fair_admission:
-                held_now: dict[str, float] = {}
-                for resources in usage_rows.values():
-                    for resource, q in resources.items():
-                        held_now[resource] = held_now.get(resource, 0.0) + q.nano / 1e9
-                sample = next_consumed(lq.consumed, lq.last_update, held_now, now, self._afs)
-                if sample is not None:
-                    consumed, at = sample
-                    status["fairSharing"] = {
-                        "weightedShare": 0,
-                        "admissionFairSharingStatus": {
-                            "consumedResources": {
-                                r: format_quantity(Quantity(round(v * 1e9))) for r, v in consumed.items()
-                            },
-                            "lastUpdate": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                        },
-                    }
-            if not lq.active:
-                active, reason, message = False, "Stopped", "LocalQueue is stopped"
-            elif lq.cluster_queue not in cq_names:
-                active, reason, message = (
-                    False,
-                    "ClusterQueueDoesNotExist",
-                    f"Can't submit new workloads to clusterQueue {lq.cluster_queue}",
-                )
-            else:
-                active, reason, message = True, "Ready", "Can submit new workloads to localQueue"
-            writes.append(
-                self._write(
-                    LOCAL_QUEUE, lq.name, lq.namespace, status, active=active, reason=reason, message=message, now=now
-                )
-            )
-        if result is not None:
-            for name, share in result.cohort_shares:
-                writes.append(self._write_cohort(name, share))
-                if self._metrics is not None:
-                    self._metrics.set_cohort_weighted_share(name, share)
-        # Concurrently: one at a time, 60 queues whose usage moves every pass held each pass up by ~1 s.
-        if self._deferred:
-            self._batch = asyncio.get_running_loop().create_task(_gather(writes), name="queue-status")
-            return
-        await asyncio.gather(*writes)
+                fair = self._admission_fair_sharing(lq, usage_rows, now)
+                if fair is not None:
+                    status["fairSharing"] = fair
+            state = queuestate.local_queue_activeness(lq, cluster_queues=cq_names)
+            writes.append(self._write(LOCAL_QUEUE, lq.name, lq.namespace, status, state, now=now))
+        return writes
+
+    def _admission_fair_sharing(
+        self, lq: LocalQueue, usage_rows: Mapping[str, Mapping[str, Quantity]], now: datetime.datetime
+    ) -> dict[str, Any] | None:
+        held_now: dict[str, float] = {}
+        for resources in usage_rows.values():
+            for resource, q in resources.items():
+                held_now[resource] = held_now.get(resource, 0.0) + q.nano / 1e9
+        sample = next_consumed(lq.consumed, lq.last_update, held_now, now, self._afs)
+        if sample is None:
+            return None
+        consumed, at = sample
+        return {
+            "weightedShare": 0,
+            "admissionFairSharingStatus": {
+                "consumedResources": {r: format_quantity(Quantity(round(v * 1e9))) for r, v in consumed.items()},
+                "lastUpdate": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            },
+        }
 
     def cancel(self) -> None:
         """Give up the batch being written in the background (the reconciler stops)."""
@@ -269,10 +259,8 @@ class QueueStatusWriter:
         name: str,
         namespace: str | None,
         fields: dict[str, Any],
+        state: queuestate.Activeness,
         *,
-        active: bool,
-        reason: str,
-        message: str,
         now: datetime.datetime,
     ) -> None:
         obj = self._cache.cluster_queue(name) if namespace is None else self._cache.local_queue(namespace, name)
@@ -280,6 +268,7 @@ class QueueStatusWriter:
             return
         current = obj.get("status") or {}
         same_fields = all(current.get(k) == v for k, v in fields.items())
+        active, reason, message = state.active, state.reason, state.message
         same_active = conditions.same(
             current.get("conditions"), kind="Active", status=active, reason=reason, message=message
         )
@@ -300,14 +289,6 @@ class QueueStatusWriter:
 
 async def _gather(writes: list[Coroutine[Any, Any, None]]) -> None:
     await asyncio.gather(*writes)
-
-
-def _inactive(cq: ClusterQueue) -> tuple[str, str]:
-    if cq.terminating:  # Kueue's reason and message
-        return "Terminating", "Can't admit new workloads; clusterQueue is terminating"
-    if not cq.active:
-        return "Stopped", f"ClusterQueue is stopped (stopPolicy {cq.stop_policy})"
-    return "FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor"
 
 
 def _number(q: Quantity) -> float:

@@ -16,16 +16,16 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
-from webhook.api import conditions
+from webhook.api import conditions, model
 from webhook.api.configuration import WaitForPodsReady
-from webhook.api.constants import COND_PODS_READY, COND_REQUEUED, RESOURCE_IN_USE_FINALIZER
+from webhook.api.constants import COND_REQUEUED, RESOURCE_IN_USE_FINALIZER
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import release_in_use
 from webhook.controller.watches import resource_of
+from webhook.core import evictions
 from webhook.jobs import registry
 from webhook.jobs import workload as wl_life
 from webhook.kube import errors
@@ -35,12 +35,6 @@ from webhook.kube.resources import WORKLOAD, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
-
-MAX_EXEC_REASON = "DeactivatedDueToMaximumExecutionTimeExceeded"
-
-
-def _owner_group(owner: Mapping[str, Any]) -> str:
-    return str(owner.get("apiVersion", "")).rpartition("/")[0]
 
 
 class WorkloadSync:
@@ -60,78 +54,53 @@ class WorkloadSync:
         self._pods_ready = wait_for_pods_ready if wait_for_pods_ready and wait_for_pods_ready.enable else None
 
     async def sync(self, workload: Object, now: datetime.datetime) -> datetime.datetime | None:
-        meta = workload.get("metadata") or {}
-        namespace, name = meta.get("namespace", ""), meta.get("name", "")
-        owner, owner_resource = self._job_owner(workload)
-        if meta.get("deletionTimestamp") or wl_life.is_finished(workload):
+        typed = model.decode_workload(workload)
+        meta = typed.metadata
+        owner, owner_resource = self._job_owner(typed)
+        owner_cached = owner is None or owner_resource is None or self._cached(meta.namespace, owner, owner_resource)
+        if meta.deletion_timestamp or typed.status.finished:
             if (
-                RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or [])
-                and owner is not None
-                and owner_resource is not None
-                and self._cache.get(owner_resource, ObjectKey(namespace, owner.get("name", ""))) is None
-                and await self._owner_gone(namespace, owner, owner_resource)
+                RESOURCE_IN_USE_FINALIZER in meta.finalizers
+                and not owner_cached
+                and await self._owner_gone(meta.namespace, owner, owner_resource)
             ):
                 await self._drop_finalizer(workload)
             return None
 
         # 1. Orphans. The job cache holds only labelled Jobs, so ask the server before deleting.
-        orphan_candidate = (
-            owner is not None
-            and owner_resource is not None
-            and self._cache.get(owner_resource, ObjectKey(namespace, owner.get("name", ""))) is None
-        )
-        if (
-            orphan_candidate
-            and owner is not None
-            and owner_resource is not None
-            and await self._owner_gone(namespace, owner, owner_resource)
-        ):
+        if not owner_cached and await self._owner_gone(meta.namespace, owner, owner_resource):
             with contextlib.suppress(errors.NotFound, errors.Conflict):
                 await self._drop_finalizer(workload)
-                await self._kube.delete(WORKLOAD, name, namespace=namespace, uid=meta.get("uid"))
+                await self._kube.delete(WORKLOAD, meta.name, namespace=meta.namespace, uid=meta.uid or None)
                 self._cache.forget(WORKLOAD, key_of(workload))
             return None
 
-        spec = workload.get("spec") or {}
-        # 2. Evictions other than preemption.
-        if wl_life.holds_quota(workload) and not wl_life.is_evicted(workload):
-            if spec.get("active", True) is False:
-                await self._evict(workload, "Deactivated", "The workload is deactivated", now)
-                return None
-            deadline = self._deadline(workload)
-            if deadline is not None and deadline <= now:
-                workload = await self._deactivate(workload)
-                await self._evict(workload, MAX_EXEC_REASON, "Exceeded the maximum execution time", now)
-                return None
-            drain = self._draining_queue(workload)
-            if drain is not None:
-                await self._evict(workload, drain[0], drain[1], now)
-                return None
-            ready_by = self._ready_deadline(workload)
-            if ready_by is not None and ready_by <= now:
-                await self._pods_ready_timeout(workload, now)
-                return None
-            due = [d for d in (deadline, ready_by) if d is not None]
-            return min(due) if due else None
+        # 2. Evictions other than preemption, as the core decides them.
+        if typed.status.holds_quota and not typed.status.evicted:
+            check = evictions.decide_eviction(
+                typed,
+                now=now,
+                pods_ready=self._pods_ready,
+                cluster_queue_stop_policy=self._stop_policy(self._admitted_queue(typed)),
+                local_queue_stop_policy=self._stop_policy(
+                    self._cache.local_queue(meta.namespace, typed.spec.queue_name)
+                ),
+            )
+            if check.eviction is not None:
+                await self._apply(workload, check.eviction, now)
+            return check.due
 
         # 3. A bare Workload has no job to stop: release its quota now (pod groups release theirs in PodGroupSync).
         owned_by_pods = any(
-            (adapter := registry.by_kind(_owner_group(o), str(o.get("kind", "")), self._frameworks)) is not None
+            (adapter := registry.by_kind(o.group, o.kind, self._frameworks)) is not None
             and adapter.managed_through_pods
-            for o in meta.get("ownerReferences") or []
+            for o in meta.owner_references
         )
         bare = owner is None and not owned_by_pods
-        if bare and wl_life.is_evicted(workload) and wl_life.holds_quota(workload):
+        if bare and typed.status.evicted and typed.status.holds_quota:
             await self._write_status(wl_life.released(workload, now=now))
         # A reactivated Workload is requeued.
-        requeued = conditions.find((workload.get("status") or {}).get("conditions"), COND_REQUEUED)
-        if (
-            spec.get("active", True)
-            and requeued is not None
-            and requeued.get("status") == "False"
-            and str(requeued.get("reason", "")).startswith("Deactivated")
-            and not wl_life.holds_quota(workload)
-        ):
+        if evictions.reactivated(typed):
             status = dict(workload.get("status") or {})
             status["conditions"] = conditions.set_condition(
                 status.get("conditions"),
@@ -144,67 +113,47 @@ class WorkloadSync:
             await self._write_status(dict(workload) | {"status": status})
         return None
 
+    async def _apply(self, workload: Object, eviction: evictions.Eviction, now: datetime.datetime) -> None:
+        if eviction.deactivate:
+            workload = await self._deactivate(workload)
+        if eviction.requeue_at is not None:  # a pods-ready timeout, requeued with backoff
+            body = wl_life.timed_out(workload, message=eviction.message, requeue_at=eviction.requeue_at, now=now)
+            await self._write_status(body)
+            await self._events.record(workload, type="Normal", reason="Evicted", message=eviction.message, now=now)
+            return
+        await self._evict(workload, eviction.reason, eviction.message, now)
+
     # -- helpers --------------------------------------------------------------------------------------------
 
-    def _job_owner(self, workload: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Resource | None]:
+    def _job_owner(self, workload: model.Workload) -> tuple[model.OwnerReference | None, Resource | None]:
         """The controller owner of an enabled kind suspended as a whole, and its resource; (None, None) else."""
-        for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
-            if not owner.get("controller"):
+        for owner in workload.metadata.owner_references:
+            if not owner.controller:
                 continue
-            adapter = registry.by_kind(_owner_group(owner), str(owner.get("kind", "")), self._frameworks)
+            adapter = registry.by_kind(owner.group, owner.kind, self._frameworks)
             if adapter is not None and not adapter.managed_through_pods:
                 return owner, resource_of(adapter)
         return None, None
 
-    def _ready_deadline(self, workload: Mapping[str, Any]) -> datetime.datetime | None:
-        """When an admitted Workload's pods must be ready by (waitForPodsReady), or None."""
-        if self._pods_ready is None or conditions.is_true(workload, COND_PODS_READY):
-            return None
-        since = wl_life.admitted_since(workload)
-        return None if since is None else since + datetime.timedelta(seconds=self._pods_ready.timeout_seconds)
+    def _cached(self, namespace: str, owner: model.OwnerReference, resource: Resource) -> bool:
+        return self._cache.get(resource, ObjectKey(namespace, owner.name)) is not None
 
-    async def _pods_ready_timeout(self, workload: Object, now: datetime.datetime) -> None:
-        assert self._pods_ready is not None
-        strategy = self._pods_ready.requeuing
-        count = wl_life.requeue_count(workload)
-        if strategy.backoff_limit_count is not None and count + 1 > strategy.backoff_limit_count:
-            workload = await self._deactivate(workload)
-            await self._evict(workload, "DeactivatedDueToRequeuingLimitExceeded", "Requeuing limit exceeded", now)
-            return
-        wait = wl_life.backoff_seconds(count, base=strategy.backoff_base_seconds, cap=strategy.backoff_max_seconds)
-        message = f"Pods not ready within {self._pods_ready.timeout_seconds:g}s; requeued in {wait:g}s"
-        body = wl_life.timed_out(workload, message=message, requeue_at=now + datetime.timedelta(seconds=wait), now=now)
-        await self._write_status(body)
-        await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
-
-    async def _owner_gone(self, namespace: str, owner: Mapping[str, Any], resource: Resource) -> bool:
+    async def _owner_gone(self, namespace: str, owner: model.OwnerReference | None, resource: Resource | None) -> bool:
+        if owner is None or resource is None:
+            return False
         try:
-            job = await self._kube.get(resource, owner.get("name", ""), namespace=namespace)
+            job = await self._kube.get(resource, owner.name, namespace=namespace)
         except errors.NotFound:
             return True
-        return bool((job.get("metadata") or {}).get("uid") != owner.get("uid"))
+        return bool((job.get("metadata") or {}).get("uid") != owner.uid)
+
+    def _admitted_queue(self, workload: model.Workload) -> Object | None:
+        admission = workload.status.admission
+        return self._cache.cluster_queue(admission.cluster_queue if admission is not None else "")
 
     @staticmethod
-    def _deadline(workload: Mapping[str, Any]) -> datetime.datetime | None:
-        seconds = (workload.get("spec") or {}).get("maximumExecutionTimeSeconds")
-        since = wl_life.admitted_since(workload)
-        if seconds is None or since is None:
-            return None
-        past = int((workload.get("status") or {}).get("accumulatedPastExecutionTimeSeconds") or 0)
-        return since + datetime.timedelta(seconds=int(seconds) - past)
-
-    def _draining_queue(self, workload: Mapping[str, Any]) -> tuple[str, str] | None:
-        status = workload.get("status") or {}
-        cq_name = (status.get("admission") or {}).get("clusterQueue", "")
-        cq = self._cache.cluster_queue(cq_name)
-        if cq is not None and (cq.get("spec") or {}).get("stopPolicy") == "HoldAndDrain":
-            return "ClusterQueueStopped", f"The ClusterQueue {cq_name} is stopped"
-        meta = workload.get("metadata") or {}
-        lq_name = (workload.get("spec") or {}).get("queueName", "")
-        lq = self._cache.local_queue(meta.get("namespace", ""), lq_name)
-        if lq is not None and (lq.get("spec") or {}).get("stopPolicy") == "HoldAndDrain":
-            return "LocalQueueStopped", f"The LocalQueue {lq_name} is stopped"
-        return None
+    def _stop_policy(queue: Object | None) -> str | None:
+        return None if queue is None else (queue.get("spec") or {}).get("stopPolicy")
 
     async def _deactivate(self, workload: Object) -> Object:
         meta = workload["metadata"]

@@ -19,7 +19,7 @@ from webhook.api.clusterqueue import (
     ClusterQueue,
 )
 from webhook.api.flavor import ResourceFlavor
-from webhook.core.demand import Demand
+from webhook.core.demand import Demand, PodSetDemand
 from webhook.core.quota import FlavorResource, QueueQuota
 
 # Modes, ordered so that a larger number is a better outcome (as Kueue ranks them).
@@ -63,6 +63,10 @@ class Assignment:
     level: int = 0
 
 
+# A tried flavor: (mode, borrowing level, flavor name, where the quota is short).
+_Choice = tuple[int, int, str, list[FlavorResource]]
+
+
 class FlavorAssigner:
     def __init__(self, cq: ClusterQueue, quota: QueueQuota, flavors: Mapping[str, ResourceFlavor]) -> None:
         self.cq = cq
@@ -82,67 +86,24 @@ class FlavorAssigner:
         self._mode_first = cq.flavor_fungibility.preference == BORROWING_OVER_PREEMPTION
 
     def assign(self, demand: Demand, counts: tuple[int, ...], *, explain: bool = False) -> Assignment:
-        quota = self.quota
         usage: dict[FlavorResource, int] = {}
         chosen: list[dict[str, str]] = []
         attempts: list[Attempt] = []
+        record = attempts if explain else None
         short: set[FlavorResource] = set()
         worst = FIT
         level = 0
         for pod_set, count in zip(demand.pod_sets, counts, strict=True):
             # 1. This pod set's totals, grouped by the resource group that covers each resource.
-            by_group: dict[int, list[tuple[str, int]]] = {}
-            for resource, nano in pod_set.per_pod:
-                g = self._group_of.get(resource)
-                if g is None:
-                    worst = NO_FLAVOR
-                    if not explain:
-                        return Assignment(NO_FLAVOR, False, counts, (), {})
-                    attempts.append(Attempt(pod_set.name, "", resource, NO_FLAVOR, note="not covered"))
-                    continue
-                by_group.setdefault(g, []).append((resource, nano * count))
-            if self._counts_pods and count:
-                by_group.setdefault(self._group_of[PODS], []).append((PODS, count * 10**9))
+            by_group, covered = self._by_group(pod_set, count, record)
+            if not covered:
+                worst = NO_FLAVOR
+                if not explain:
+                    return Assignment(NO_FLAVOR, False, counts, (), {})
             flavors_of_set: dict[str, str] = {}
-            # 2. Per group, walk the flavors in the queue's order until fungibility says stop.
             for g, wanted in by_group.items():
-                best: tuple[int, int, str, list[FlavorResource]] | None = None
-                for name in self._group_flavors[g]:
-                    flavor = self.flavors[name]
-                    why = (
-                        flavor.admits(dict(pod_set.node_selector), pod_set.tolerations)
-                        if (pod_set.node_selector or pod_set.tolerations or flavor.node_taints)
-                        else None
-                    )
-                    if why is not None:
-                        if explain:
-                            attempts.append(Attempt(pod_set.name, name, wanted[0][0], NO_FLAVOR, note=why))
-                        continue
-                    mode, borrow, lacking = FIT, 0, []
-                    for resource, amount in wanted:
-                        fr = (name, resource)
-                        val = usage.get(fr, 0) + amount
-                        avail = quota.available(fr)
-                        if val <= avail:
-                            m = FIT
-                            if quota.usage.get(fr, 0) + val > quota.nominal.get(fr, 0):
-                                borrow = max(borrow, quota.borrowing_level(fr, val))
-                        elif val <= quota.potential(fr):
-                            m = PREEMPT if self.preemption_possible else WAIT
-                            lacking.append(fr)
-                        else:
-                            m = NO_FIT
-                        if m < mode:
-                            mode = m
-                        if explain:
-                            attempts.append(self._attempt(pod_set.name, fr, m, val))
-                    candidate = (mode, borrow, name, lacking)
-                    if best is None or self._better(candidate, best):
-                        best = candidate
-                    if mode == FIT and (not borrow or self._borrow_stops):
-                        break
-                    if mode == PREEMPT and self._preempt_stops:
-                        break
+                # 2. Per group, walk the flavors in the queue's order until fungibility says stop.
+                best = self._pick_flavor(pod_set, self._group_flavors[g], wanted, usage, record)
                 # 3. Commit the group's choice inside this workload, so later pod sets see it.
                 if best is None:
                     mode_g = NO_FLAVOR
@@ -162,9 +123,87 @@ class FlavorAssigner:
             chosen.append(flavors_of_set)
         return Assignment(worst, level > 0, counts, tuple(chosen), usage, frozenset(short), attempts, level)
 
-    def _better(
-        self, a: tuple[int, int, str, list[FlavorResource]], b: tuple[int, int, str, list[FlavorResource]]
-    ) -> bool:
+    def _by_group(
+        self, pod_set: PodSetDemand, count: int, record: list[Attempt] | None
+    ) -> tuple[dict[int, list[tuple[str, int]]], bool]:
+        """The pod set's totals per covering resource group, and whether every resource is covered at all."""
+        by_group: dict[int, list[tuple[str, int]]] = {}
+        covered = True
+        for resource, nano in pod_set.per_pod:
+            g = self._group_of.get(resource)
+            if g is None:
+                covered = False
+                if record is None:
+                    return by_group, False
+                record.append(Attempt(pod_set.name, "", resource, NO_FLAVOR, note="not covered"))
+                continue
+            by_group.setdefault(g, []).append((resource, nano * count))
+        if self._counts_pods and count:
+            by_group.setdefault(self._group_of[PODS], []).append((PODS, count * 10**9))
+        return by_group, covered
+
+    def _pick_flavor(
+        self,
+        pod_set: PodSetDemand,
+        names: tuple[str, ...],
+        wanted: list[tuple[str, int]],
+        usage: Mapping[FlavorResource, int],
+        record: list[Attempt] | None,
+    ) -> _Choice | None:
+        """The best flavor of one group for ``wanted`` (the flavors tried in order); None when none admits the pods."""
+        best: _Choice | None = None
+        for name in names:
+            flavor = self.flavors[name]
+            why = (
+                flavor.admits(dict(pod_set.node_selector), pod_set.tolerations)
+                if (pod_set.node_selector or pod_set.tolerations or flavor.node_taints)
+                else None
+            )
+            if why is not None:
+                if record is not None:
+                    record.append(Attempt(pod_set.name, name, wanted[0][0], NO_FLAVOR, note=why))
+                continue
+            mode, borrow, lacking = self._fit(pod_set.name, name, wanted, usage, record)
+            candidate = (mode, borrow, name, lacking)
+            if best is None or self._better(candidate, best):
+                best = candidate
+            if mode == FIT and (not borrow or self._borrow_stops):
+                break
+            if mode == PREEMPT and self._preempt_stops:
+                break
+        return best
+
+    def _fit(
+        self,
+        pod_set_name: str,
+        name: str,
+        wanted: list[tuple[str, int]],
+        usage: Mapping[FlavorResource, int],
+        record: list[Attempt] | None,
+    ) -> tuple[int, int, list[FlavorResource]]:
+        """How ``wanted`` fits in flavor ``name``: the worst mode over its resources, the borrowing level, and
+        where the quota is short."""
+        quota = self.quota
+        mode, borrow, lacking = FIT, 0, []
+        for resource, amount in wanted:
+            fr = (name, resource)
+            val = usage.get(fr, 0) + amount
+            if val <= quota.available(fr):
+                m = FIT
+                if quota.usage.get(fr, 0) + val > quota.nominal.get(fr, 0):
+                    borrow = max(borrow, quota.borrowing_level(fr, val))
+            elif val <= quota.potential(fr):
+                m = PREEMPT if self.preemption_possible else WAIT
+                lacking.append(fr)
+            else:
+                m = NO_FIT
+            if m < mode:
+                mode = m
+            if record is not None:
+                record.append(self._attempt(pod_set_name, fr, m, val))
+        return mode, borrow, lacking
+
+    def _better(self, a: _Choice, b: _Choice) -> bool:
         """Kueue's preference between two tried flavors (a lower borrowing level is better, as in its
         ``granularMode``); a flavor that can never work is never preferred."""
         (mode_a, borrow_a, _, _), (mode_b, borrow_b, _, _) = a, b

@@ -184,7 +184,7 @@ class _Pass:
                 cq_name, (reason, message) = target
                 self._pend(wl, cq_name, reason, message, RETRY_ON_QUEUE_CHANGED)
                 continue
-            order = (-wl.priority, wl.created.timestamp(), wl.uid, wl.namespace, wl.name)
+            order = wl.queue_order
             target.entries.append(_Entry(wl, demands.of(wl), order))
         self.afs = afs
         self.penalties: dict[tuple[str, str], dict[str, float]] = {}

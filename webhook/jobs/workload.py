@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api import conditions
+from webhook.api import conditions, model
 from webhook.api.constants import (
     COND_ADMITTED,
     COND_EVICTED,
@@ -45,21 +45,23 @@ def _set(conds: list[JSON], now: datetime.datetime, kind: str, status: bool, rea
     return conditions.set_condition(conds, kind=kind, status=status, reason=reason, message=message, now=now)
 
 
+# The predicates on the dicts the job reconcilers hold: defined once in webhook.api.model.
 def holds_quota(workload: Mapping[str, Any]) -> bool:
-    status = workload.get("status") or {}
-    return bool(status.get("admission")) and not conditions.is_true(workload, COND_FINISHED)
+    return model.holds_quota(has_admission=model.raw_has_admission(workload), conditions=model.raw_conditions(workload))
 
 
 def is_admitted(workload: Mapping[str, Any]) -> bool:
-    return holds_quota(workload) and conditions.is_true(workload, COND_ADMITTED)
+    return model.runs_admitted(
+        has_admission=model.raw_has_admission(workload), conditions=model.raw_conditions(workload)
+    )
 
 
 def is_evicted(workload: Mapping[str, Any]) -> bool:
-    return conditions.is_true(workload, COND_EVICTED)
+    return model.evicted(model.raw_conditions(workload))
 
 
 def is_finished(workload: Mapping[str, Any]) -> bool:
-    return conditions.is_true(workload, COND_FINISHED)
+    return model.finished(model.raw_conditions(workload))
 
 
 def admitted(workload: Mapping[str, Any], admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
@@ -151,11 +153,6 @@ def requeue_count(workload: Mapping[str, Any]) -> int:
     return int(((workload.get("status") or {}).get("requeueState") or {}).get("count") or 0)
 
 
-def backoff_seconds(previous_count: int, *, base: float, cap: float) -> float:
-    """Kueue's requeue backoff: base x 2^(n-1) for the n-th requeue, capped."""
-    return float(min(cap, base * 2**previous_count))
-
-
 def timed_out(
     workload: Mapping[str, Any], *, message: str, requeue_at: datetime.datetime, now: datetime.datetime
 ) -> JSON:
@@ -193,10 +190,3 @@ def controlling_owner(workload: Mapping[str, Any]) -> JSON | None:
                 "metadata": {"name": owner.get("name"), "namespace": meta.get("namespace"), "uid": owner.get("uid")},
             }
     return None
-
-
-def admitted_since(workload: Mapping[str, Any]) -> datetime.datetime | None:
-    condition = conditions.find(_conds(workload), COND_ADMITTED)
-    if condition is None or condition.get("status") != "True" or not condition.get("lastTransitionTime"):
-        return None
-    return conditions.parse_time(str(condition["lastTransitionTime"]))

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from webhook.api import constants
+from webhook.api import constants, model
 from webhook.api.quantity import InvalidQuantity, Quantity, parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.api.workload import EPOCH
 from webhook.core.fit import FitAnswer
 
 Obj = Mapping[str, Any]
@@ -206,6 +207,7 @@ class WorkloadView:
     age_seconds: int
     position: int | None = None  # 1 = next to be considered in its ClusterQueue; None unless pending
     pending_in_cluster_queue: int | None = None
+    uid: str = ""  # the scheduler's last tie-break in a queue
 
 
 def _owner(wl: Obj) -> str:
@@ -245,9 +247,10 @@ def _parse_time(raw: object) -> datetime | None:
         return None
 
 
-def queue_order_key(wl: WorkloadView) -> tuple[int, str, str, str]:
-    """Highest priority first, then oldest first (RFC 3339 UTC strings sort as times); names break ties."""
-    return (-wl.priority, wl.created, wl.namespace, wl.name)
+def queue_order_key(wl: WorkloadView) -> model.QueueOrder:
+    """The scheduler's order of a queue (webhook.api.model.queue_order), so positions match its decisions."""
+    created = _parse_time(wl.created) or EPOCH
+    return model.queue_order(priority=wl.priority, created=created, uid=wl.uid, namespace=wl.namespace, name=wl.name)
 
 
 def workload_views(
@@ -277,6 +280,7 @@ def workload_views(
             WorkloadView(
                 namespace=namespace,
                 name=str(meta.get("name", "")),
+                uid=str(meta.get("uid", "")),
                 owner=_owner(wl),
                 local_queue=queue,
                 cluster_queue=str(admission.get("clusterQueue") or lq_target.get((namespace, queue), "")),

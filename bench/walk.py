@@ -1,0 +1,157 @@
+"""The walk of one Job, measured: the modules of ``webhook/`` it runs through from the mutating webhook to its release.
+
+Two legs, traced with ``sys.setprofile`` (every Python call whose module is ours counts):
+1. the mutating webhook: one AdmissionReview of a labelled Job answered by ``answering.answer`` on a static view;
+2. the reconciler: the mutated (suspended) Job created in the in-memory fake of our ``kube`` Protocol with a
+   ResourceFlavor, ClusterQueue and LocalQueue, production's wiring (``build_cache`` + ``start_watches`` +
+   ``Reconciler.run``) until the Job is released (``suspend: false``).
+For each leg: the distinct modules entered, and the hops (consecutive calls in different modules of ours).
+Printed, never asserted. Usage: ``.venv/bin/python -m bench.walk``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import sys
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import jsonpatch
+import orjson
+
+from tests.doubles.fakekube import FakeKube
+from webhook.admission import answering, endpoints
+from webhook.admission.options import AdmissionOptions
+from webhook.admission.view import StaticView
+from webhook.api import constants
+from webhook.controller.reconciler import Reconciler
+from webhook.controller.supervisor import Supervisor
+from webhook.controller.watches import build_cache, start_watches
+from webhook.kube import resources as r
+
+NS = "walk"
+
+
+class Trace:
+    def __init__(self) -> None:
+        self.modules: list[str] = []
+        self.hops = 0
+        self._last = ""
+
+    def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
+        if event != "call":
+            return
+        module = str(frame.f_globals.get("__name__", ""))
+        if not module.startswith("webhook."):
+            return
+        if module not in self.modules:
+            self.modules.append(module)
+        if module != self._last:
+            self.hops += 1
+            self._last = module
+
+
+@contextmanager
+def traced() -> Iterator[Trace]:
+    trace = Trace()
+    profile: Callable[[types.FrameType, str, Any], object] = trace
+    sys.setprofile(profile)
+    try:
+        yield trace
+    finally:
+        sys.setprofile(None)
+
+
+def job() -> dict[str, Any]:
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "walk", "namespace": NS, "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
+
+
+def mutate(obj: dict[str, Any]) -> tuple[dict[str, Any], Trace]:
+    options = AdmissionOptions()
+    endpoint = next(e for e in endpoints.enabled(options) if e.mutating and e.kind == "Job")
+    request = {
+        "uid": "00000000-0000-4000-8000-000000000001",
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+        "namespace": NS,
+        "operation": "CREATE",
+        "userInfo": {"username": "alice"},
+        "object": obj,
+        "oldObject": None,
+    }
+    body = orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    view = StaticView(namespaces={NS: {}}, local_queues={(NS, "user-queue")})
+    with traced() as trace:  # the review only, not building the options and the view
+        status, answer = answering.answer(endpoint, body, view, options)
+    response = orjson.loads(answer)["response"]
+    if status != 200 or not response["allowed"] or "patch" not in response:
+        raise RuntimeError(f"the mutating webhook did not patch the Job: {status} {response}")
+    patch = jsonpatch.JsonPatch(orjson.loads(base64.b64decode(response["patch"])))
+    mutated: dict[str, Any] = patch.apply(obj)
+    return mutated, trace
+
+
+async def queues(kube: FakeKube) -> None:
+    v = constants.API_VERSION
+    await kube.create(r.NAMESPACE, {"metadata": {"name": NS}})
+    await kube.create(r.RESOURCE_FLAVOR, {"apiVersion": v, "kind": "ResourceFlavor", "metadata": {"name": "pool"}})
+    group = {
+        "coveredResources": ["cpu"],
+        "flavors": [{"name": "pool", "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
+    }
+    cq_spec = {"namespaceSelector": {}, "resourceGroups": [group]}
+    await kube.create(
+        r.CLUSTER_QUEUE, {"apiVersion": v, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": cq_spec}
+    )
+    lq = {"apiVersion": v, "kind": "LocalQueue", "metadata": {"name": "user-queue", "namespace": NS}}
+    await kube.create(r.LOCAL_QUEUE, lq | {"spec": {"clusterQueue": "cq"}})
+
+
+async def release(mutated: dict[str, Any]) -> Trace:
+    kube = FakeKube()
+    await queues(kube)
+    async with Supervisor() as supervisor:
+        cache = build_cache()
+        start_watches(kube, cache, supervisor)
+        reconciler = Reconciler(kube, cache, resync_seconds=0.5)
+        supervisor.spawn(reconciler.run(), name="reconciler")
+        await asyncio.sleep(0.5)  # the watches' first lists, before the Job exists: not part of its walk
+        with traced() as trace:
+            await kube.create(r.JOB, mutated, namespace=NS)
+            for _ in range(300):
+                if not (await kube.get(r.JOB, "walk", namespace=NS))["spec"].get("suspend"):
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise RuntimeError("the Job was not released in 15 s")
+    return trace
+
+
+def report(leg: str, trace: Trace) -> None:
+    print(f"{leg}: {len(trace.modules)} modules, {trace.hops} hops")
+    print("  " + " ".join(m.removeprefix("webhook.") for m in trace.modules))
+
+
+def main() -> None:
+    mutated, webhook_leg = mutate(job())
+    reconciler_leg = asyncio.run(release(mutated))
+    report("mutating webhook", webhook_leg)
+    report("reconciler to release", reconciler_leg)
+    print(f"distinct over both legs: {len(set(webhook_leg.modules) | set(reconciler_leg.modules))}")
+
+
+if __name__ == "__main__":
+    main()
