@@ -258,6 +258,7 @@ class Result:
     max_cohort_usage: int
     preemptions: int
     finished: int
+    idle_with_pending: float
 
 
 class Run:
@@ -284,6 +285,11 @@ class Run:
         self.started = 0.0
         self.ended = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
+        # The saw-tooth: how long work waited while the controller left every cohort idle.
+        self.pending: set[tuple[str, str]] = set()  # seen, not holding quota, not finished
+        self.idle_with_pending = 0.0  # seconds with something pending and nothing holding quota
+        self._idle_since: float | None = None
+        self.timeline: list[tuple[float, str, str, str]] = []  # (seconds since start, event, namespace, name)
 
     # -- HTTP --
     async def request(
@@ -373,6 +379,23 @@ class Run:
             if self.finished == self.expected:
                 self.ended = now
                 self.done.set()
+        self._track_idle(key, now, pending=holding is None and not finished, admitted=admitted, finished=finished)
+
+    def _track_idle(self, key: tuple[str, str], now: float, *, pending: bool, admitted: bool, finished: bool) -> None:
+        was_pending = key in self.pending
+        if pending:
+            self.pending.add(key)
+        else:
+            self.pending.discard(key)
+        if pending != was_pending or finished:
+            event = "finished" if finished else "pending" if pending else "admitted" if admitted else "reserved"
+            self.timeline.append((now - self.started if self.started else 0.0, event, *key))
+        idle = bool(self.pending) and not self.held
+        if idle and self._idle_since is None:
+            self._idle_since = now
+        elif not idle and self._idle_since is not None:
+            self.idle_with_pending += now - self._idle_since
+            self._idle_since = None
 
     def _use(self, cq: str, cpu: int) -> None:
         self.cq_usage[cq] = self.cq_usage.get(cq, 0) + cpu
@@ -545,6 +568,7 @@ def run_once(
         proc: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         turnstile: LocalTurnstile | None = None
+        run: Run | None = None
         try:
             print(f"{system}: starting a fresh control plane...", file=sys.stderr)
             state = cluster.start()
@@ -623,6 +647,9 @@ def run_once(
                     spy.wait(timeout=30)
             if logs is not None:
                 logs.mkdir(parents=True, exist_ok=True)
+                if run is not None:  # what happened when: admissions against finishes, to see gaps
+                    lines = (f"{t:.3f} {event} {ns}/{name}\n" for t, event, ns, name in run.timeline)
+                    (logs / f"{system}-timeline.txt").write_text("".join(lines))
                 for found in [*Path(tmp).glob("*.log"), *Path(tmp).glob("*/*.log"), *Path(tmp).glob("*/logs/*.log")]:
                     shutil.copy(found, logs / f"{system}-{found.name}")
             if proc is not None:
@@ -675,6 +702,7 @@ def run_once(
         max_cohort_usage=run.max_cohort_usage,
         preemptions=run.preemptions,
         finished=run.finished,
+        idle_with_pending=run.idle_with_pending,
     )
 
 
@@ -706,6 +734,7 @@ def rows(result: Result) -> Iterator[tuple[str, float]]:
     yield "driver CPU (s)", result.driver_cpu
     yield "preemptions completed by the driver", float(result.preemptions)
     yield "max cohort usage (CPU, limit 120)", float(result.max_cohort_usage)
+    yield "idle with work pending: nothing holds quota (s)", result.idle_with_pending
     yield "quota violations", float(result.violations)
     yield "finished", float(result.finished)
 
