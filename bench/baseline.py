@@ -259,6 +259,7 @@ class Result:
     preemptions: int
     finished: int
     idle_with_pending: float
+    restarts: int  # Turnstile's reconciler process started again (a lost Lease, a crash)
 
 
 class Run:
@@ -556,6 +557,7 @@ def run_once(
     logs: Path | None,
     profile: Path | None = None,
     keep_niceness: bool = False,
+    leader_election: bool = False,
 ) -> Result:
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(prefix=f"turnstile-baseline-{system}-", dir=base) as tmp:
@@ -584,7 +586,11 @@ def run_once(
                 log.close()
                 pid = proc.pid
             else:
-                lease = {"leaderElection": {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}}
+                # minimalkueue runs no leader election; like for like, neither does Turnstile unless asked. With it,
+                # on the overloaded 2-core machine a renewal (one GET and PUT) took over the 10 s renew deadline:
+                # the reconciler was killed and started again from an empty cache, twice in one run (the gaps).
+                timings = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}
+                lease = {"leaderElection": timings if leader_election else {"leaderElect": False}}
                 turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", config=lease, visibility=False)
                 turnstile.start(register=False)
                 assert turnstile.process is not None
@@ -607,6 +613,7 @@ def run_once(
                         ]
                     )
             apiserver, etcd = state.pids["kube-apiserver"], state.pids["etcd"]
+            log_file = turnstile.log_file if turnstile is not None else None
             run = Run(cluster.server, cluster.pki_dir, scale=scale, system=system)
             before_requests = request_counts(_metrics(cluster))
             cpu0 = {
@@ -640,6 +647,7 @@ def run_once(
                 "driver": cpu_seconds(os.getpid()),
             }
             after_requests = request_counts(_metrics(cluster))
+            starts = log_file.read_text().count("reconciler process started") if log_file is not None else 1
         finally:
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
@@ -703,6 +711,7 @@ def run_once(
         preemptions=run.preemptions,
         finished=run.finished,
         idle_with_pending=run.idle_with_pending,
+        restarts=max(0, starts - 1),
     )
 
 
@@ -735,6 +744,7 @@ def rows(result: Result) -> Iterator[tuple[str, float]]:
     yield "preemptions completed by the driver", float(result.preemptions)
     yield "max cohort usage (CPU, limit 120)", float(result.max_cohort_usage)
     yield "idle with work pending: nothing holds quota (s)", result.idle_with_pending
+    yield "controller restarts (lost Lease, crash)", float(result.restarts)
     yield "quota violations", float(result.violations)
     yield "finished", float(result.finished)
 
@@ -768,6 +778,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1200.0, help="give up a run after this many seconds")
     parser.add_argument("--logs", type=Path, default=None, help="copy the controllers' and servers' logs here")
     parser.add_argument("--profile", type=Path, default=None, help="py-spy Turnstile's processes into this file")
+    parser.add_argument(
+        "--leader-election", action="store_true", help="Turnstile campaigns for its Lease (minimalkueue does not)"
+    )
     parser.add_argument("--keep-niceness", action="store_true", help="leave Turnstile's reconciler at its nice 10")
     args = parser.parse_args()
     if args.scale <= 0 or args.rounds < 1:
@@ -787,6 +800,7 @@ def main() -> None:
                 logs=args.logs,
                 profile=args.profile,
                 keep_niceness=args.keep_niceness,
+                leader_election=args.leader_election,
             )
             results.append(result)
             print(
