@@ -258,6 +258,8 @@ class Result:
     max_cohort_usage: int
     preemptions: int
     finished: int
+    idle_with_pending: float
+    restarts: int  # Turnstile's reconciler process started again (a lost Lease, a crash)
 
 
 class Run:
@@ -284,6 +286,11 @@ class Run:
         self.started = 0.0
         self.ended = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
+        # The saw-tooth: how long work waited while the controller left every cohort idle.
+        self.pending: set[tuple[str, str]] = set()  # seen, not holding quota, not finished
+        self.idle_with_pending = 0.0  # seconds with something pending and nothing holding quota
+        self._idle_since: float | None = None
+        self.timeline: list[tuple[float, str, str, str]] = []  # (seconds since start, event, namespace, name)
 
     # -- HTTP --
     async def request(
@@ -373,6 +380,23 @@ class Run:
             if self.finished == self.expected:
                 self.ended = now
                 self.done.set()
+        self._track_idle(key, now, pending=holding is None and not finished, admitted=admitted, finished=finished)
+
+    def _track_idle(self, key: tuple[str, str], now: float, *, pending: bool, admitted: bool, finished: bool) -> None:
+        was_pending = key in self.pending
+        if pending:
+            self.pending.add(key)
+        else:
+            self.pending.discard(key)
+        if pending != was_pending or finished:
+            event = "finished" if finished else "pending" if pending else "admitted" if admitted else "reserved"
+            self.timeline.append((now - self.started if self.started else 0.0, event, *key))
+        idle = bool(self.pending) and not self.held
+        if idle and self._idle_since is None:
+            self._idle_since = now
+        elif not idle and self._idle_since is not None:
+            self.idle_with_pending += now - self._idle_since
+            self._idle_since = None
 
     def _use(self, cq: str, cpu: int) -> None:
         self.cq_usage[cq] = self.cq_usage.get(cq, 0) + cpu
@@ -533,6 +557,7 @@ def run_once(
     logs: Path | None,
     profile: Path | None = None,
     keep_niceness: bool = False,
+    leader_election: bool = False,
 ) -> Result:
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(prefix=f"turnstile-baseline-{system}-", dir=base) as tmp:
@@ -545,6 +570,7 @@ def run_once(
         proc: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         turnstile: LocalTurnstile | None = None
+        run: Run | None = None
         try:
             print(f"{system}: starting a fresh control plane...", file=sys.stderr)
             state = cluster.start()
@@ -560,7 +586,11 @@ def run_once(
                 log.close()
                 pid = proc.pid
             else:
-                lease = {"leaderElection": {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}}
+                # minimalkueue runs no leader election; like for like, neither does Turnstile unless asked. With it,
+                # on the overloaded 2-core machine a renewal (one GET and PUT) took over the 10 s renew deadline:
+                # the reconciler was killed and started again from an empty cache, twice in one run (the gaps).
+                timings = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}
+                lease = {"leaderElection": timings if leader_election else {"leaderElect": False}}
                 turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", config=lease, visibility=False)
                 turnstile.start(register=False)
                 assert turnstile.process is not None
@@ -583,6 +613,7 @@ def run_once(
                         ]
                     )
             apiserver, etcd = state.pids["kube-apiserver"], state.pids["etcd"]
+            log_file = turnstile.log_file if turnstile is not None else None
             run = Run(cluster.server, cluster.pki_dir, scale=scale, system=system)
             before_requests = request_counts(_metrics(cluster))
             cpu0 = {
@@ -616,6 +647,7 @@ def run_once(
                 "driver": cpu_seconds(os.getpid()),
             }
             after_requests = request_counts(_metrics(cluster))
+            starts = log_file.read_text().count("reconciler process started") if log_file is not None else 1
         finally:
             if spy is not None:
                 spy.send_signal(signal.SIGINT)
@@ -623,6 +655,9 @@ def run_once(
                     spy.wait(timeout=30)
             if logs is not None:
                 logs.mkdir(parents=True, exist_ok=True)
+                if run is not None:  # what happened when: admissions against finishes, to see gaps
+                    lines = (f"{t:.3f} {event} {ns}/{name}\n" for t, event, ns, name in run.timeline)
+                    (logs / f"{system}-timeline.txt").write_text("".join(lines))
                 for found in [*Path(tmp).glob("*.log"), *Path(tmp).glob("*/*.log"), *Path(tmp).glob("*/logs/*.log")]:
                     shutil.copy(found, logs / f"{system}-{found.name}")
             if proc is not None:
@@ -675,6 +710,8 @@ def run_once(
         max_cohort_usage=run.max_cohort_usage,
         preemptions=run.preemptions,
         finished=run.finished,
+        idle_with_pending=run.idle_with_pending,
+        restarts=max(0, starts - 1),
     )
 
 
@@ -706,6 +743,8 @@ def rows(result: Result) -> Iterator[tuple[str, float]]:
     yield "driver CPU (s)", result.driver_cpu
     yield "preemptions completed by the driver", float(result.preemptions)
     yield "max cohort usage (CPU, limit 120)", float(result.max_cohort_usage)
+    yield "idle with work pending: nothing holds quota (s)", result.idle_with_pending
+    yield "controller restarts (lost Lease, crash)", float(result.restarts)
     yield "quota violations", float(result.violations)
     yield "finished", float(result.finished)
 
@@ -739,6 +778,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1200.0, help="give up a run after this many seconds")
     parser.add_argument("--logs", type=Path, default=None, help="copy the controllers' and servers' logs here")
     parser.add_argument("--profile", type=Path, default=None, help="py-spy Turnstile's processes into this file")
+    parser.add_argument(
+        "--leader-election", action="store_true", help="Turnstile campaigns for its Lease (minimalkueue does not)"
+    )
     parser.add_argument("--keep-niceness", action="store_true", help="leave Turnstile's reconciler at its nice 10")
     args = parser.parse_args()
     if args.scale <= 0 or args.rounds < 1:
@@ -758,6 +800,7 @@ def main() -> None:
                 logs=args.logs,
                 profile=args.profile,
                 keep_niceness=args.keep_niceness,
+                leader_election=args.leader_election,
             )
             results.append(result)
             print(

@@ -19,8 +19,9 @@ at once (another replica may take the Lease only a lease duration after the last
 the Lease up only after the child has ended.
 
 The child never outlives the parent: the kernel kills it when the parent dies (``PR_SET_PDEATHSIG``), and it stops
-when the pipe to the parent closes. Through the pipe it sends its metric families once a second (rendered, see
-``Metrics.families``), which the parent's ``/metrics`` shows beside its own. Must not: serve webhooks.
+when the pipe to the parent closes. Through the pipe it sends its metric families (rendered, see
+``Metrics.families``) when the parent asks, once per scrape of the parent's ``/metrics``, which shows them beside
+its own. Must not: serve webhooks.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EXIT_LOST_LEASE: Final = 3
-RELAY_SECONDS: Final = 1.0
 # The reconciler is throughput work and the webhooks latency work: its threads run at nice 10 (and SCHED_BATCH),
 # so when the cores are short the kernel runs the webhook process first. Measured on the saturated 2-core machine:
 # with the reconciler not niced it took 21 CPU-seconds to the webhook process's 11, and valid reviews waited 10 s.
@@ -103,6 +103,8 @@ class ReconcilerProcess:
         self.restarts = 0
         self.role = "follower"
         self._stopping = False
+        self._asked: asyncio.Future[None] | None = None  # a request for the child's families, not yet answered
+        metrics.relay_from(self._ask_metrics)
 
     @property
     def child(self) -> Any:
@@ -221,6 +223,18 @@ class ReconcilerProcess:
             self._became(value)
         elif kind == "metrics":
             self._metrics.relay(value)
+            asked, self._asked = self._asked, None
+            if asked is not None and not asked.done():
+                asked.set_result(None)
+
+    async def _ask_metrics(self) -> None:
+        """Asks the child for its families and waits for them (concurrent scrapes share one request)."""
+        if self._conn is None or self._process is None or not self._process.is_alive():
+            return
+        if self._asked is None or self._asked.done():
+            self._asked = asyncio.get_running_loop().create_future()
+            self._send(("metrics", None))
+        await asyncio.shield(self._asked)
 
     def _became(self, role: str) -> None:
         self.role = role
@@ -275,15 +289,18 @@ async def _child(options: RunOptions, conn: Connection, identity: str) -> None:
         with contextlib.suppress(OSError, ValueError):
             conn.send(message)
 
-    def listen() -> None:  # the parent says lead or stop, or goes away
+    def relay() -> None:
+        send(("metrics", metrics.families()))
+
+    def listen() -> None:  # the parent says lead or stop, asks for our metrics, or goes away
         with contextlib.suppress(EOFError, OSError):
             while True:
                 kind = conn.recv()[0]
                 if kind == "stop":
                     break
-                if kind == "lead":
-                    with contextlib.suppress(RuntimeError):
-                        loop.call_soon_threadsafe(lead.set)
+                if kind in ("lead", "metrics"):
+                    with contextlib.suppress(RuntimeError):  # rendered on the loop, which owns the registry
+                        loop.call_soon_threadsafe(lead.set if kind == "lead" else relay)
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(stop.set)
 
@@ -345,14 +362,8 @@ async def _child(options: RunOptions, conn: Connection, identity: str) -> None:
             await cache.wait_synced()
             gc.freeze()
 
-        async def relay() -> None:
-            while True:
-                send(("metrics", metrics.families()))
-                await asyncio.sleep(RELAY_SECONDS)
-
         supervisor.spawn(leading(), name="wait-for-lead")
         supervisor.spawn(frozen(), name="gc-freeze")
-        supervisor.spawn(relay(), name="metrics-relay")
         waits: dict[str, asyncio.Future[Any]] = {
             "stop": asyncio.ensure_future(stop.wait()),
             "crash": asyncio.ensure_future(supervisor.wait()),

@@ -89,6 +89,7 @@ class Admitter:
         self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
         # Parsing is the costly part of a snapshot; objects are re-parsed only when their version changes.
         self._parsed: dict[Key, tuple[str, Workload | None]] = {}
+        self._parsed_queues: dict[str, dict[Key, tuple[str, Any]]] = {}  # by kind, as ``_parsed``
         self._bad: set[tuple[str, str, str]] = set()
 
     # -- 1. snapshot ----------------------------------------------------------------------------------------
@@ -143,8 +144,25 @@ class Admitter:
             return None
 
     def _parse_all(self, objs: list[Object], kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
-        parsed = (self._parse(o, kind, parse) for o in objs)
-        return [p for p in parsed if p is not None]
+        """Queues, flavors and cohorts, parsed again only when their version changes (like Workloads): every pass
+        took them all, and a ClusterQueue changes far less often than passes run."""
+        cache: dict[Key, tuple[str, Any]] = self._parsed_queues.setdefault(kind, {})
+        out: list[T] = []
+        live: set[Key] = set()
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            rv = str(meta.get("resourceVersion", ""))
+            live.add(key)
+            cached = cache.get(key)
+            if cached is None or cached[0] != rv or not rv:
+                cached = (rv, self._parse(obj, kind, parse))
+                cache[key] = cached
+            if cached[1] is not None:
+                out.append(cached[1])
+        for gone in set(cache) - live:
+            del cache[gone]
+        return out
 
     # -- 2..5. one pass -------------------------------------------------------------------------------------
 

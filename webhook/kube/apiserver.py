@@ -18,9 +18,11 @@ from typing import Any, Self
 
 import aiohttp
 import orjson
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
+from yarl import URL
 
 from webhook.kube.errors import KubeError, Retryable, error_from_status
 from webhook.kube.objects import (
@@ -79,6 +81,7 @@ class ApiServerKube:
                 persist_config=False,
             )
         self._api = k8s_client.ApiClient(configuration=configuration)
+        _resolve_proxy_once(self._api)
         return self
 
     async def __aexit__(
@@ -376,3 +379,20 @@ def _watch_event(line: bytes, path: str) -> WatchEvent:
         raise KubeError(f"watch {path}: unknown event type {kind!r}")
     event_type: EventType = kind
     return WatchEvent(event_type, obj)
+
+
+def _resolve_proxy_once(api: Any) -> None:
+    """The client's session trusts the environment for proxies, so every request looked its proxy up in a thread
+    (``asyncio.to_thread``: a thread hop and the proxy variables parsed, as much CPU in the reconciler as the
+    admission writes themselves). The API server's address does not change: with no proxy for it, the session is
+    swapped for one that does not look; with one, the lookups stay (the proxy's credentials come from it)."""
+    rest = api.rest_client
+    if rest.proxy:
+        return
+    try:
+        get_env_proxy_for_url(URL(str(api.configuration.host)))
+    except LookupError:
+        old: aiohttp.ClientSession = rest.pool_manager
+        connector = old.connector
+        old.detach()  # the connector (its pool, its TLS context) moves to the new session; read buffer as before
+        rest.pool_manager = aiohttp.ClientSession(connector=connector, trust_env=False, read_bufsize=2**21)

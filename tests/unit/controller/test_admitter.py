@@ -99,3 +99,31 @@ async def test_a_waiting_reason_whose_numbers_moved_is_rewritten_at_most_once_pe
     assert "more than the 2 " in message(), "same reason, new numbers, one second later: not worth a write"
     await admitter.run_pass(NOW + timedelta(seconds=16))
     assert "more than the 3 " in message(), "after the refresh interval the numbers are brought up to date"
+
+
+async def test_a_queue_is_parsed_again_only_when_its_version_changes() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    for resource, obj in (
+        (r.RESOURCE_FLAVOR, make_flavor("default")),
+        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="2")),
+        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
+    ):
+        await kube.create(resource, obj)
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE):
+        cache.replace(resource, kube.objects(resource))
+    admitter = Admitter(kube, cache, events=EventRecorder(kube))
+
+    first, again = admitter.snapshot(), admitter.snapshot()
+    assert again.cluster_queues[0] is first.cluster_queues[0]  # the same version: not parsed again
+    assert again.local_queues[0] is first.local_queues[0]
+
+    (cq,) = kube.objects(r.CLUSTER_QUEUE)
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "5"
+    cache.replace(r.CLUSTER_QUEUE, [await kube.replace(r.CLUSTER_QUEUE, cq)])
+    changed = admitter.snapshot()
+    assert changed.cluster_queues[0] is not first.cluster_queues[0]
+    assert changed.cluster_queues[0] != first.cluster_queues[0]  # the new quota is what the scheduler sees
+
+    cache.replace(r.CLUSTER_QUEUE, [])
+    assert admitter.snapshot().cluster_queues == []  # a deleted queue is gone from the snapshot
