@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from webhook.local import cluster as cluster_module
-from webhook.local.cluster import LocalCluster
+from webhook.local.cluster import ClusterError, LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 
@@ -66,6 +67,7 @@ def _serves(port: int) -> bool:
         return False
 
 
+@pytest.mark.timeout(240)  # what two tests of 120 s each did
 def test_cli_up_twice_with_turnstile_restarts_it_and_down_stops_everything(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -133,3 +135,13 @@ def test_a_cluster_handed_another_clusters_etcd_port_starts_its_own(
         assert mine.returncode != 0, "the second cluster wrote into the first one's etcd"
     finally:
         other.stop()
+
+
+def test_a_turnstile_that_does_not_get_ready_is_not_left_running(cluster: LocalCluster, tmp_path: Path) -> None:
+    """A start that fails (here: readiness not reached in time) stops the process it spawned; before, a test whose
+    fixture timed out during a start left a `turnstile run` behind, holding its port and a core."""
+    local = LocalTurnstile(cluster, tmp_path / "turnstile")
+    with pytest.raises(ClusterError, match=r"not ready|exited"):
+        local.start(timeout=0.0, register=False)
+    assert local.process is not None
+    assert local.process.poll() is not None, "the process of a failed start is still running"
