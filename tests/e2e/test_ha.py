@@ -22,6 +22,7 @@ import re
 import time
 import urllib.error
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,19 @@ class Replicas:
         replica.start(register=not owner_alive)
         if not owner_alive:
             self.registered = replica
+
+    def start_all(self, replicas: list[LocalTurnstile]) -> None:
+        """Starts the given replicas at once, as pods restarted together would be; when none is left alive the
+        first one is registered."""
+        if len(replicas) == 1:
+            self.start(replicas[0])
+            return
+        first, *rest = replicas
+        with ThreadPoolExecutor(len(replicas)) as pool:
+            started = [pool.submit(first.start, register=True), *(pool.submit(r.start, register=False) for r in rest)]
+            for done in started:
+                done.result()
+        self.registered = first
 
     def leader(self, *, timeout: float = 30.0) -> LocalTurnstile:
         """The one replica that says it leads, once exactly one does and the Lease names a holder."""
@@ -206,8 +220,7 @@ def test_restarted_replicas_rebuild_and_never_double_admit(
                 for victim in victims:
                     replicas.kill(victim)
                 time.sleep(rng.uniform(0.0, 1.0))
-                for victim in victims:
-                    replicas.start(victim)
+                replicas.start_all(victims)
                 new_leader = replicas.leader(timeout=LEASE_DURATION + 30)
                 # Two whole passes of the new leader over the rebuilt cache; then the sampler has seen their effect.
                 eventually(lambda: passes(new_leader) >= 2, what="the new leader to run passes")  # noqa: B023

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from webhook.local import cluster as cluster_module
-from webhook.local.cluster import LocalCluster
+from webhook.local.cluster import ClusterError, LocalCluster
+from webhook.local.turnstile import LocalTurnstile
 
 pytestmark = pytest.mark.integration
 
@@ -51,35 +52,6 @@ def _turnstile(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_up_twice_then_down(cluster: LocalCluster, tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    first = _turnstile("cluster", "up", "--state-dir", str(state))
-    try:
-        assert first.returncode == 0, first.stderr
-        assert f"export KUBECONFIG={state.resolve() / 'kubeconfig'}" in first.stdout
-        second = _turnstile("cluster", "up", "--state-dir", str(state))
-        assert second.returncode == 0
-        assert "already running" in second.stdout
-        other = LocalCluster(state, bin_dir=cluster.bin_dir)
-        assert other.load() is not None
-        assert other.kubectl("get", "clusterqueues").returncode == 0
-        pids = list(other.state.pids.values()) if other.state else []
-        assert pids
-        # The default node profile: kube-scheduler and kwok run, and `up` returned with every node Ready.
-        assert other.state is not None
-        assert {"kube-scheduler", "kwok"} <= set(other.state.pids)
-        ready_of = 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}'
-        ready = other.kubectl("get", "nodes", "-o", ready_of).stdout.split()
-        assert ready == ["True"] * len(other.state.nodes)
-        assert len(other.state.nodes) == 7
-    finally:
-        down = _turnstile("cluster", "down", "--state-dir", str(state))
-    assert down.returncode == 0, down.stderr
-    assert not state.exists()
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
-
-
 def _children(pid: int) -> list[int]:
     return [int(c) for t in Path(f"/proc/{pid}/task").glob("*") for c in (t / "children").read_text().split()]
 
@@ -95,30 +67,52 @@ def _serves(port: int) -> bool:
         return False
 
 
-def test_cli_up_with_turnstile_starts_it_again_when_it_dies(cluster: LocalCluster, tmp_path: Path) -> None:
+@pytest.mark.timeout(240)  # what two tests of 120 s each did
+def test_cli_up_twice_with_turnstile_restarts_it_and_down_stops_everything(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """One local cluster through its whole life by the CLI (one `up` costs a control plane, a scheduler and seven
+    simulated nodes, so the checks share it): `up --with-turnstile`, a second `up` that finds it running, the
+    default node profile Ready, Turnstile SIGKILLed and started again by its supervisor on the same port, and
+    `down` stopping every process and removing the state."""
     state = tmp_path / "state"
-    supervisor = -1
-    up = _turnstile("cluster", "up", "--state-dir", str(state), "--nodes", "none", "--with-turnstile")
+    pids: list[int] = []
+    first = _turnstile("cluster", "up", "--state-dir", str(state), "--with-turnstile")
     try:
-        assert up.returncode == 0, up.stderr
-        found = re.search(r"webhooks on https://127\.0\.0\.1:(\d+)", up.stdout)
-        assert found, up.stdout
+        assert first.returncode == 0, first.stderr
+        assert f"export KUBECONFIG={state.resolve() / 'kubeconfig'}" in first.stdout
+        found = re.search(r"webhooks on https://127\.0\.0\.1:(\d+)", first.stdout)
+        assert found, first.stdout
         port = int(found.group(1))
-        local = LocalCluster(state, bin_dir=cluster.bin_dir)
-        assert local.load() is not None
-        assert local.state is not None
-        supervisor = local.state.pids["turnstile"]
-        (first,) = _children(supervisor)
-        os.kill(first, signal.SIGKILL)
+        second = _turnstile("cluster", "up", "--state-dir", str(state), "--with-turnstile")
+        assert second.returncode == 0
+        assert "already running" in second.stdout
+        other = LocalCluster(state, bin_dir=cluster.bin_dir)
+        assert other.load() is not None
+        assert other.state is not None
+        assert other.kubectl("get", "clusterqueues").returncode == 0
+        pids = list(other.state.pids.values())
+        # The default node profile: kube-scheduler and kwok run, and `up` returned with every node Ready.
+        assert {"kube-scheduler", "kwok", "turnstile"} <= set(other.state.pids)
+        ready_of = 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}'
+        ready = other.kubectl("get", "nodes", "-o", ready_of).stdout.split()
+        assert ready == ["True"] * len(other.state.nodes)
+        assert len(other.state.nodes) == 7
+        # Turnstile dies: its supervisor starts it again, serving on the same port.
+        supervisor = other.state.pids["turnstile"]
+        (killed,) = _children(supervisor)
+        os.kill(killed, signal.SIGKILL)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (set(_children(supervisor)) - {first} and _serves(port)):
+        while time.monotonic() < deadline and not (set(_children(supervisor)) - {killed} and _serves(port)):
             time.sleep(0.5)
-        assert set(_children(supervisor)) - {first}, "the supervisor started Turnstile again"
+        assert set(_children(supervisor)) - {killed}, "the supervisor started Turnstile again"
         assert _serves(port), "the new Turnstile serves on the same port"
     finally:
         down = _turnstile("cluster", "down", "--state-dir", str(state))
     assert down.returncode == 0, down.stderr
-    assert not Path(f"/proc/{supervisor}").exists() or "zombie" in Path(f"/proc/{supervisor}/status").read_text()
+    assert not state.exists()
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
 
 
 def test_a_cluster_handed_another_clusters_etcd_port_starts_its_own(
@@ -141,3 +135,13 @@ def test_a_cluster_handed_another_clusters_etcd_port_starts_its_own(
         assert mine.returncode != 0, "the second cluster wrote into the first one's etcd"
     finally:
         other.stop()
+
+
+def test_a_turnstile_that_does_not_get_ready_is_not_left_running(cluster: LocalCluster, tmp_path: Path) -> None:
+    """A start that fails (here: readiness not reached in time) stops the process it spawned; before, a test whose
+    fixture timed out during a start left a `turnstile run` behind, holding its port and a core."""
+    local = LocalTurnstile(cluster, tmp_path / "turnstile")
+    with pytest.raises(ClusterError, match=r"not ready|exited"):
+        local.start(timeout=0.0, register=False)
+    assert local.process is not None
+    assert local.process.poll() is not None, "the process of a failed start is still running"

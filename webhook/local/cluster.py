@@ -20,6 +20,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -98,7 +99,18 @@ def _alive(pid: int) -> bool:
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
             return False
-    return True
+    # So does someone else's zombie: processes of a cluster started by an earlier `cluster up` belong to init,
+    # which may reap them only seconds later (about 2 s on this machine: ~12 s of waiting for one `cluster down`).
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # "pid (comm) state ...": comm may hold spaces and parentheses, the state follows the last ")".
+    return stat[stat.rindex(")") + 2 :].startswith("Z")
 
 
 @dataclass
@@ -471,8 +483,11 @@ class LocalCluster:
             "contexts": [{"name": "turnstile-local", "context": {"cluster": "turnstile-local", "user": user}}],
             "current-context": "turnstile-local",
         }
-        path.write_text(json.dumps(config, indent=2))
-        path.chmod(0o600)
+        # Written aside and renamed: a replica started at the same moment may be reading the previous one.
+        fd, aside = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(config, indent=2))
+        os.replace(aside, path)
 
     def install_crds(self, *, directory: Path = CRD_DIR, timeout: float = 60.0) -> None:
         """Applies every CRD under ``directory`` (ours: manifests/crds/) and waits until the API server serves them."""

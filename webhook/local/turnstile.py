@@ -125,22 +125,27 @@ class LocalTurnstile:
             env=os.environ | {"PYTHONUNBUFFERED": "1"},
         )
         log.close()
-        self._serves_visibility = self.visibility
-        self.ca_pem = certs.ca_pem
-        if register:
-            # Before readiness: the cache sync it waits for may itself need conversion (objects stored as v1beta1).
-            self.register_conversion(certs.ca_pem)
-        self._wait_ready(certs.ca_pem, timeout)
-        if register:
-            self._apply_webhook_configurations(certs.ca_pem)
-            # A restart keeps the port and the CA: when the APIServices already point here, nothing is applied and
-            # nothing waits for the aggregator to probe again (the webhooks matter during a restart).
-            fresh = not self._visibility_points_here(certs.ca_pem)
-            if fresh:
-                self.register_visibility(certs.ca_pem)
-            self._wait_effective(timeout)
-            if fresh:
-                self._wait_visibility(timeout)
+        # A start that fails (or is interrupted: a test's timeout) leaves no process behind: nobody else holds it.
+        try:
+            self._serves_visibility = self.visibility
+            self.ca_pem = certs.ca_pem
+            if register:
+                # Before readiness: the cache sync it waits for may itself need conversion (objects stored as v1beta1).
+                self.register_conversion(certs.ca_pem)
+            self._wait_ready(certs.ca_pem, timeout)
+            if register:
+                self._apply_webhook_configurations(certs.ca_pem)
+                # A restart keeps the port and the CA: when the APIServices already point here, nothing is applied and
+                # nothing waits for the aggregator to probe again (the webhooks matter during a restart).
+                fresh = not self._visibility_points_here(certs.ca_pem)
+                if fresh:
+                    self.register_visibility(certs.ca_pem)
+                self._wait_effective(timeout)
+                if fresh:
+                    self._wait_visibility(timeout)
+        except BaseException:
+            self.stop()
+            raise
 
     def register(self, ca_pem: bytes | None = None, *, timeout: float | None = None) -> None:
         """Points the webhook configurations and the CRDs' conversion webhook at this process (with ``timeout``:
