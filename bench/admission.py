@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import socket
 import ssl
 import statistics
@@ -29,6 +27,8 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+
+from bench.machine import describe
 
 TARGET_P99_MS = 10.0
 RATES = (100, 200, 400, 600, 800, 1000, 1200, 1500, 1800, 2200, 2600, 3000)
@@ -112,19 +112,7 @@ async def trial(session: aiohttp.ClientSession, url: str, rate: int, seconds: fl
 
 
 def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (
-        f"{model}, {os.cpu_count()} CPUs, load average {load}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}, aiohttp {aiohttp.__version__}"
-    )
+    return describe(f"aiohttp {aiohttp.__version__}")
 
 
 def free_port() -> int:

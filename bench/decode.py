@@ -20,18 +20,17 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
 import orjson
 import pydantic
 from pydantic.alias_generators import to_camel
+
+from bench.machine import describe
 
 WHEN = "2026-01-01T00:00:00Z"
 
@@ -321,16 +320,7 @@ def check(body: bytes) -> None:
 
 
 def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (
-        f"{model}, {os.cpu_count()} CPUs, load average {load}, Python {platform.python_version()}, "
-        f"msgspec {msgspec.__version__}, pydantic {pydantic.VERSION}, orjson {orjson.__version__}"
-    )
+    return describe(f"msgspec {msgspec.__version__}", f"pydantic {pydantic.VERSION}", f"orjson {orjson.__version__}")
 
 
 def main() -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import random
 import re
 import sys
@@ -37,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from bench.machine import describe
 from webhook.local.client import ApiError, LocalClient
 from webhook.local.cluster import LocalCluster
 from webhook.local.nodes import RUN_TIME_ANNOTATION
@@ -61,16 +61,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (
-        f"{model}, {os.cpu_count()} CPUs, load average before the run {load}, "
-        f"{platform.system()} {platform.release()}, Python {platform.python_version()}"
-    )
+    return describe()
 
 
 def queue_objects() -> list[JSON]:

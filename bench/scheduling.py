@@ -21,16 +21,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import os
-import platform
 import pstats
 import resource
 import statistics
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
+from bench.machine import describe
 from webhook.api.clusterqueue import (
     ANY,
     LOWER_PRIORITY,
@@ -155,14 +153,7 @@ def cohort_tree() -> Snapshot:
 
 
 def machine() -> str:
-    model = "unknown cpu"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()} ({platform.python_implementation()})"
+    return describe()
 
 
 def _time_pass(snap: Snapshot, fair: FairSharing | None) -> tuple[float, SchedulingResult]:

@@ -40,7 +40,6 @@ import datetime
 import itertools
 import multiprocessing
 import os
-import platform
 import re
 import ssl
 import sys
@@ -59,6 +58,7 @@ import aiohttp
 import orjson
 
 from bench.admission import job_review, percentile
+from bench.machine import describe
 from webhook.local.client import ApiError, LocalClient
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
@@ -78,16 +78,7 @@ BIG_REVIEW = int(1.5 * 1024 * 1024)
 
 
 def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (
-        f"{model}, {os.cpu_count()} CPUs, load average {load}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}"
-    )
+    return describe()
 
 
 def _children(pid: int) -> list[int]:
