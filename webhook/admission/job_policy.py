@@ -13,6 +13,7 @@ get the same answer as real ones (the policy has no side effects to skip). Must 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission import names, objects
@@ -177,21 +178,30 @@ class JobPolicy:
         view: ClusterView,
         options: AdmissionOptions,
     ) -> list[FieldError]:
-        namespace = request.namespace
-        errors: list[FieldError] = []
-        was_managed = is_managed(old, namespace, view=view, options=options)
-        now_managed = is_managed(new, namespace, view=view, options=options)
-        old_queue, new_queue = queue_name(old), queue_name(new)
-        suspended_before, suspended_after = self._adapter.is_suspended(old), self._adapter.is_suspended(new)
-        old_labels, new_labels = objects.labels_of(old), objects.labels_of(new)
+        change = _Update.of(self._adapter, request, old, new, view=view, options=options)
+        errors = self._run_errors(request, change, view=view, options=options)
+        errors += self._queue_errors(change)
+        if change.managed:
+            errors += _managed_label_errors(request, change, options)
+        return errors
 
-        # 1. The main escape: a managed job may run only once its Workload is admitted, and only as admitted.
-        if (was_managed or now_managed) and suspended_before and not suspended_after:
-            errors += self._unsuspend_errors(request, new, view=view, options=options)
-        elif (was_managed or now_managed) and not suspended_after and self._adapter.shape_changed(old, new):
-            errors += self._admission_errors(request, new, view=view, options=options)
+    def _run_errors(
+        self, request: Request, change: _Update, *, view: ClusterView, options: AdmissionOptions
+    ) -> list[FieldError]:
+        """1. The main escape: a managed job may run only once its Workload is admitted, and only as admitted."""
+        if not change.managed or change.suspended_after:
+            return []
+        if change.suspended_before:
+            return self._unsuspend_errors(request, change.new, view=view, options=options)
+        if self._adapter.shape_changed(change.old, change.new):
+            return self._admission_errors(request, change.new, view=view, options=options)
+        return []
+
+    def _queue_errors(self, change: _Update) -> list[FieldError]:
+        errors: list[FieldError] = []
+        old_queue, new_queue = change.old_queue, change.new_queue
         # 2. The queue of a running job is fixed: quota was reserved in that queue.
-        if not suspended_after and new_queue != old_queue and (old_queue or now_managed):
+        if not change.suspended_after and new_queue != old_queue and (old_queue or change.now_managed):
             errors.append(
                 immutable(
                     QUEUE_PATH,
@@ -200,16 +210,11 @@ class JobPolicy:
                 )
             )
         # 2b. So is the prebuilt Workload it names: quota was reserved for that Workload.
-        old_prebuilt = old_labels.get(c.PREBUILT_WORKLOAD_LABEL)
-        if (
-            not suspended_after
-            and old_prebuilt != new_labels.get(c.PREBUILT_WORKLOAD_LABEL)
-            and (was_managed or now_managed)
-        ):
+        if not change.suspended_after and change.managed and change.label_changed(c.PREBUILT_WORKLOAD_LABEL):
             errors.append(immutable(PREBUILT_PATH, "cannot change while the job runs; suspend the job first"))
         # 3. The queue label ties a queued job to its Workload: removing it would let the job run outside every
         #    quota (once unsuspended, nothing would queue it). Only a finished job may lose it.
-        if old_queue and not new_queue and was_managed and not self._adapter.finished(old).done:
+        if old_queue and not new_queue and change.was_managed and not self._adapter.finished(change.old).done:
             errors.append(
                 invalid(
                     QUEUE_PATH,
@@ -218,27 +223,6 @@ class JobPolicy:
                     "name another queue instead, or delete the job",
                 )
             )
-        if not (was_managed or now_managed):
-            return errors
-        # 4. The execution-time limit is part of the Workload; it may change only while suspended.
-        if (not suspended_before or not suspended_after) and old_labels.get(c.MAX_EXEC_TIME_LABEL) != new_labels.get(
-            c.MAX_EXEC_TIME_LABEL
-        ):
-            errors.append(immutable(MAX_EXEC_PATH, "cannot change while the job runs; suspend it first"))
-        # 5. Priority class: never removed; not added to a running job.
-        old_priority = old_labels.get(c.PRIORITY_CLASS_LABEL, "")
-        new_priority = new_labels.get(c.PRIORITY_CLASS_LABEL, "")
-        if old_priority and not new_priority:
-            errors.append(invalid(PRIORITY_PATH, "", "the WorkloadPriorityClass label cannot be removed from a job"))
-        elif not old_priority and new_priority and not suspended_after:
-            errors.append(
-                invalid(PRIORITY_PATH, new_priority, "a WorkloadPriorityClass cannot be added to a running job")
-            )
-        # 6. The Workload stamp links the job to its Workload; it is not the user's to edit.
-        old_stamp = objects.annotations_of(old).get(c.WORKLOAD_NAME_ANNOTATION)
-        new_stamp = objects.annotations_of(new).get(c.WORKLOAD_NAME_ANNOTATION)
-        if old_stamp is not None and new_stamp != old_stamp and not options.is_trusted(request.username):
-            errors.append(immutable(STAMP_PATH, "is set by Turnstile and cannot be changed or removed"))
         return errors
 
     def _unsuspend_errors(
@@ -287,3 +271,71 @@ class JobPolicy:
 _BATCH_JOB = JobPolicy(batch_job.ADAPTER)
 mutate = _BATCH_JOB.mutate
 validate = _BATCH_JOB.validate
+
+
+@dataclass(frozen=True, slots=True)
+class _Update:
+    """What an update of a job changes, as the update rules read it."""
+
+    old: Mapping[str, Any]
+    new: Mapping[str, Any]
+    was_managed: bool
+    now_managed: bool
+    old_queue: str
+    new_queue: str
+    suspended_before: bool
+    suspended_after: bool
+    old_labels: Mapping[str, str]
+    new_labels: Mapping[str, str]
+
+    @classmethod
+    def of(
+        cls,
+        adapter: SuspendableAdapter,
+        request: Request,
+        old: Mapping[str, Any],
+        new: Mapping[str, Any],
+        *,
+        view: ClusterView,
+        options: AdmissionOptions,
+    ) -> _Update:
+        return cls(
+            old=old,
+            new=new,
+            was_managed=is_managed(old, request.namespace, view=view, options=options),
+            now_managed=is_managed(new, request.namespace, view=view, options=options),
+            old_queue=queue_name(old),
+            new_queue=queue_name(new),
+            suspended_before=adapter.is_suspended(old),
+            suspended_after=adapter.is_suspended(new),
+            old_labels=objects.labels_of(old),
+            new_labels=objects.labels_of(new),
+        )
+
+    @property
+    def managed(self) -> bool:
+        """Managed before or after: either way the update rules of a managed job apply."""
+        return self.was_managed or self.now_managed
+
+    def label_changed(self, key: str) -> bool:
+        return self.old_labels.get(key) != self.new_labels.get(key)
+
+
+def _managed_label_errors(request: Request, change: _Update, options: AdmissionOptions) -> list[FieldError]:
+    errors: list[FieldError] = []
+    # 4. The execution-time limit is part of the Workload; it may change only while suspended.
+    if not (change.suspended_before and change.suspended_after) and change.label_changed(c.MAX_EXEC_TIME_LABEL):
+        errors.append(immutable(MAX_EXEC_PATH, "cannot change while the job runs; suspend it first"))
+    # 5. Priority class: never removed; not added to a running job.
+    old_priority = change.old_labels.get(c.PRIORITY_CLASS_LABEL, "")
+    new_priority = change.new_labels.get(c.PRIORITY_CLASS_LABEL, "")
+    if old_priority and not new_priority:
+        errors.append(invalid(PRIORITY_PATH, "", "the WorkloadPriorityClass label cannot be removed from a job"))
+    elif not old_priority and new_priority and not change.suspended_after:
+        errors.append(invalid(PRIORITY_PATH, new_priority, "a WorkloadPriorityClass cannot be added to a running job"))
+    # 6. The Workload stamp links the job to its Workload; it is not the user's to edit.
+    old_stamp = objects.annotations_of(change.old).get(c.WORKLOAD_NAME_ANNOTATION)
+    new_stamp = objects.annotations_of(change.new).get(c.WORKLOAD_NAME_ANNOTATION)
+    if old_stamp is not None and new_stamp != old_stamp and not options.is_trusted(request.username):
+        errors.append(immutable(STAMP_PATH, "is set by Turnstile and cannot be changed or removed"))
+    return errors

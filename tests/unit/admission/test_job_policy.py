@@ -241,6 +241,32 @@ class TestValidateUpdate:
         assert message is not None
         assert c.MAX_EXEC_TIME_LABEL in message
 
+    def test_max_exec_time_cannot_change_in_the_update_that_suspends_the_job(self) -> None:
+        # Only a job suspended before and after may take a new limit: this update still starts from a running job.
+        old = make_job(suspend=False, labels={c.MAX_EXEC_TIME_LABEL: "60"})
+        new = make_job(suspend=True, labels={c.MAX_EXEC_TIME_LABEL: "6000"})
+        message = validate(new, old=old)
+        assert message is not None
+        assert c.MAX_EXEC_TIME_LABEL in message
+
+    def test_max_exec_time_may_change_while_suspended(self) -> None:
+        old = make_job(suspend=True, labels={c.MAX_EXEC_TIME_LABEL: "60"})
+        new = make_job(suspend=True, labels={c.MAX_EXEC_TIME_LABEL: "6000"})
+        assert validate(new, old=old) is None
+
+    @pytest.mark.parametrize("prebuilt", ["other-workload", None], ids=["changed", "removed"])
+    def test_the_prebuilt_workload_of_a_running_job_is_fixed(self, prebuilt: str | None) -> None:
+        old = make_job(suspend=False, labels={c.PREBUILT_WORKLOAD_LABEL: "mine"})
+        new = make_job(suspend=False, labels={c.PREBUILT_WORKLOAD_LABEL: prebuilt} if prebuilt else {})
+        message = validate(new, old=old)
+        assert message is not None
+        assert c.PREBUILT_WORKLOAD_LABEL in message
+
+    def test_the_prebuilt_workload_of_a_suspended_job_may_change(self) -> None:
+        old = make_job(suspend=True, labels={c.PREBUILT_WORKLOAD_LABEL: "mine"})
+        new = make_job(suspend=True, labels={c.PREBUILT_WORKLOAD_LABEL: "other-workload"})
+        assert validate(new, old=old) is None
+
     def test_priority_class_cannot_be_removed(self) -> None:
         old = make_job(suspend=True, labels={c.PRIORITY_CLASS_LABEL: "high"})
         message = validate(make_job(suspend=True), old=old)
