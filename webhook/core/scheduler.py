@@ -128,10 +128,20 @@ class _Pass:
         self.taken: dict[tuple[str, str], Holder] = {}
         self.inactive: dict[str, tuple[str, str]] = {c.name: r for c in cqs if (r := self._inactive_reason(c))}
 
-        # 1. Usage of workloads that already hold quota; they are the only possible victims.
-        workloads = sorted(snapshot.workloads, key=lambda w: (w.namespace, w.name))
+        self.afs = afs
+        self.penalties: dict[tuple[str, str], dict[str, float]] = {}
+        self.scores: dict[tuple[str, str], float] = {}
         self.holders: dict[str, list[Holder]] = {}  # by queue, in candidate order
         self.pools: dict[str, list[str]] = {}  # queues by the tree they share (root cohort, or a queue alone)
+        self.queues: dict[str, _Queue] = {}
+        workloads = sorted(snapshot.workloads, key=lambda w: (w.namespace, w.name))
+        self._count_holders(cqs, workloads)
+        self._open_queues(cqs)
+        self._enqueue_pending(workloads)
+        self._order_queues(workloads)
+
+    def _count_holders(self, cqs: list[ClusterQueue], workloads: list[Workload]) -> None:
+        """1. Usage of workloads that already hold quota; they are the only possible victims."""
         for cq in cqs:
             self.pools.setdefault(self.book.tree_of(cq.name), []).append(cq.name)
         for wl in workloads:
@@ -146,8 +156,8 @@ class _Pass:
         for listed in self.holders.values():
             listed.sort(key=candidate_order)
 
-        # 2. One queue per active ClusterQueue, with its assigner.
-        self.queues: dict[str, _Queue] = {}
+    def _open_queues(self, cqs: list[ClusterQueue]) -> None:
+        """2. One queue per active ClusterQueue, with its assigner."""
         held_in_pool = {tree: sum(len(self.holders.get(n, ())) for n in names) for tree, names in self.pools.items()}
         for cq in cqs:
             if cq.name in self.inactive:
@@ -161,13 +171,14 @@ class _Pass:
             )
             self.queues[cq.name] = _Queue(cq, quota, assigner)
 
-        # 3. Pending workloads into their queues, or straight to a pending reason when they cannot queue.
+    def _enqueue_pending(self, workloads: list[Workload]) -> None:
+        """3. Pending workloads into their queues, or straight to a pending reason when they cannot queue."""
         demands = DemandCache()
         resolved: dict[tuple[str, str], _Queue | tuple[str | None, tuple[str, str]]] = {}
         for wl in workloads:
             if wl.admission is not None or not wl.pending:
                 continue
-            if wl.requeue_at is not None and wl.requeue_at > now:
+            if wl.requeue_at is not None and wl.requeue_at > self.now:
                 self._pend(
                     wl,
                     None,
@@ -184,13 +195,12 @@ class _Pass:
                 cq_name, (reason, message) = target
                 self._pend(wl, cq_name, reason, message, RETRY_ON_QUEUE_CHANGED)
                 continue
-            order = wl.queue_order
-            target.entries.append(_Entry(wl, demands.of(wl), order))
-        self.afs = afs
-        self.penalties: dict[tuple[str, str], dict[str, float]] = {}
-        self.scores: dict[tuple[str, str], float] = {}
-        # Admission fair sharing: the LocalQueue that used least lately (per its weight) goes first; what it was
-        # admitted since its last sample counts as Kueue's entry penalty.
+            target.entries.append(_Entry(wl, demands.of(wl), wl.queue_order))
+
+    def _order_queues(self, workloads: list[Workload]) -> None:
+        """4. Each queue in admission order. With admission fair sharing, the LocalQueue that used least lately (per
+        its weight) goes first; what it was admitted since its last sample counts as Kueue's entry penalty."""
+        afs = self.afs
         fair_queues = {n for n, q in self.queues.items() if afs.enabled and q.cq.admission_mode == USAGE_BASED}
         for wl in workloads if fair_queues else ():
             lq = self.local_queues.get((wl.namespace, wl.queue_name))
