@@ -41,7 +41,7 @@ from webhook.controller.finalizer import release_in_use
 from webhook.controller.watches import resource_of
 from webhook.jobs import batch_job, registry, suspendable
 from webhook.jobs import workload as wl_life
-from webhook.jobs.adapter import SuspendableAdapter
+from webhook.jobs.adapter import Finish, SuspendableAdapter
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import Priority, resolve
@@ -90,31 +90,15 @@ class JobSync:
         if self._owned_by_managed_parent(job):
             return  # its owner's Workload covers it
         finish = self._adapter.finished(job)
-        done, succeeded, message = finish.done, finish.succeeded, finish.message
         # 0. Slipped past the webhook unlabelled.
         if suspendable.queue_name(job) is None:
-            if not done:
+            if not finish.done:
                 await self._adopt(job, now)
             return
-        workload = self._cache.workload(meta["namespace"], self._workload_name(job))
         defaults = self._cache.pod_defaults(meta["namespace"])
-        if suspendable.prebuilt_workload_name(job) is not None:
-            workload = await self._prebuilt(job, workload, defaults, now)
-            if workload is None:
-                return
-
-        # 1. One Workload, owned by this Job; one being deleted holds its quota until the Job has stopped.
-        if workload is not None and not self._owned_by(workload, job):
-            await self._delete_stale(workload)
-            workload = None
-        if workload is not None and (workload.get("metadata") or {}).get("deletionTimestamp"):
-            await self._let_go(job, workload, done=done, now=now)
-            return
+        workload = await self._own_workload(job, defaults, done=finish.done, now=now)
         if workload is None:
-            if not done and suspendable.prebuilt_workload_name(job) is None:
-                await self._create_workload(job)
             return
-
         # 2. A pending Workload follows its suspended Job; the priority follows the priority class label.
         if (
             self._adapter.is_suspended(job)
@@ -125,11 +109,38 @@ class JobSync:
             workload = await self._refresh_pending(job, workload)
         if not wl_life.is_finished(workload):
             workload = await self._refresh_priority(job, workload)
+        await self._take_step(job, workload, defaults, finish, now)
 
-        # 3-7: the shared state machine (webhook.jobs.steps); the writes are this kind's.
+    async def _own_workload(
+        self, job: Object, defaults: PodDefaults, *, done: bool, now: datetime.datetime
+    ) -> Object | None:
+        """1. The one Workload this Job goes on with, owned by it; None when there is nothing more to do now (it was
+        just created, or is being deleted and holds its quota until the Job has stopped)."""
+        meta = job["metadata"]
+        workload = self._cache.workload(meta["namespace"], self._workload_name(job))
+        if suspendable.prebuilt_workload_name(job) is not None:
+            workload = await self._prebuilt(job, workload, defaults, now)
+            if workload is None:
+                return None
+        if workload is not None and not self._owned_by(workload, job):
+            await self._delete_stale(workload)
+            workload = None
+        if workload is not None and (workload.get("metadata") or {}).get("deletionTimestamp"):
+            await self._let_go(job, workload, done=done, now=now)
+            return None
+        if workload is None:
+            if not done and suspendable.prebuilt_workload_name(job) is None:
+                await self._create_workload(job)
+            return None
+        return workload
+
+    async def _take_step(
+        self, job: Object, workload: Object, defaults: PodDefaults, finish: Finish, now: datetime.datetime
+    ) -> None:
+        """3-7: the shared state machine (webhook.jobs.steps); the writes are this kind's."""
         suspended = self._adapter.is_suspended(job)
         state = JobState(
-            done=done,
+            done=finish.done,
             waiting=suspended,
             running=not suspended,
             active_pods=self._adapter.has_active_pods(job),
@@ -140,9 +151,9 @@ class JobSync:
             # 3. Finished.
             if not wl_life.is_finished(workload):
                 workload = await self._write_status(
-                    wl_life.finished(workload, succeeded=succeeded, message=message, now=now)
+                    wl_life.finished(workload, succeeded=finish.succeeded, message=finish.message, now=now)
                 )
-                await self._events.record(job, type="Normal", reason="Finished", message=message, now=now)
+                await self._events.record(job, type="Normal", reason="Finished", message=finish.message, now=now)
             await self._drop_finalizer(workload)
         elif step is Step.CLOSED:
             await self._drop_finalizer(workload)
@@ -152,16 +163,7 @@ class JobSync:
             if self._adapter.template_mutable(job):
                 await self._restore(job, workload)
         elif step in (Step.RELEASE, Step.TRACK):
-            # 5. Admitted: release, if the Job still fits what was admitted.
-            mismatch = self._admission_mismatch(job, workload, defaults)
-            if mismatch is not None:
-                await self._discard(job, workload, mismatch, now)
-            elif step is Step.RELEASE:
-                await self._start(job, workload, now)
-            elif self._track_pods_ready:
-                body = wl_life.pods_ready(workload, ready=self._adapter.pods_ready(job), now=now)
-                if body is not None:
-                    await self._write_status(body)
+            await self._run_admitted(job, workload, defaults, release=step is Step.RELEASE, now=now)
         elif step is Step.STOP:
             # 6. Not admitted (or evicted) but running: stop.
             evicted = wl_life.is_evicted(workload)
@@ -170,6 +172,21 @@ class JobSync:
         elif step is Step.GIVE_BACK:
             # 7. Stopped, restored and evicted: give the quota back once no pod of the Job is left running.
             await self._write_status(wl_life.released(workload, now=now))
+
+    async def _run_admitted(
+        self, job: Object, workload: Object, defaults: PodDefaults, *, release: bool, now: datetime.datetime
+    ) -> None:
+        """5. Admitted: release, if the Job still fits what was admitted (else the admission is discarded); once
+        released, keep its PodsReady current."""
+        mismatch = self._admission_mismatch(job, workload, defaults)
+        if mismatch is not None:
+            await self._discard(job, workload, mismatch, now)
+        elif release:
+            await self._start(job, workload, now)
+        elif self._track_pods_ready:
+            body = wl_life.pods_ready(workload, ready=self._adapter.pods_ready(job), now=now)
+            if body is not None:
+                await self._write_status(body)
 
     # -- steps ----------------------------------------------------------------------------------------------
 
