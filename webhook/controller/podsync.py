@@ -99,20 +99,31 @@ class PodGroupSync:
                 if body is not None:
                     await self._write_status(body)
         elif step is Step.STOP:
-            # 4. Running without admission (evicted, say): the pods go (pods cannot be suspended), then the quota.
-            workload = await self._keep(workload, pods, running)
-            for pod in running:
-                meta = pod["metadata"]
-                with contextlib.suppress(errors.NotFound):
-                    last = await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
-                    leaving = leaving or (last is not None and pod_group.still_running(last, now))
-            why = "evicted" if wl_life.is_evicted(workload) else "not admitted by a ClusterQueue"
-            for pod in running:
-                await self._events.record(pod, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
-            # Gone at once (never on a node): the quota now; still stopping on their nodes: once they are gone.
-            if wl_life.is_evicted(workload) and wl_life.holds_quota(workload) and not leaving:
-                await self._write_status(wl_life.released(workload, now=now))
+            await self._stop(workload, pods, running, leaving=leaving, now=now)
         elif step is Step.GIVE_BACK:
+            await self._write_status(wl_life.released(workload, now=now))
+
+    async def _stop(
+        self,
+        workload: Object,
+        pods: Sequence[Object],
+        running: Sequence[Mapping[str, Any]],
+        *,
+        leaving: bool,
+        now: datetime.datetime,
+    ) -> None:
+        """4. Running without admission (evicted, say): the pods go (pods cannot be suspended), then the quota."""
+        workload = await self._keep(workload, pods, running)
+        for pod in running:
+            meta = pod["metadata"]
+            with contextlib.suppress(errors.NotFound):
+                last = await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+                leaving = leaving or (last is not None and pod_group.still_running(last, now))
+        why = "evicted" if wl_life.is_evicted(workload) else "not admitted by a ClusterQueue"
+        for pod in running:
+            await self._events.record(pod, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
+        # Gone at once (never on a node): the quota now; still stopping on their nodes: once they are gone.
+        if wl_life.is_evicted(workload) and wl_life.holds_quota(workload) and not leaving:
             await self._write_status(wl_life.released(workload, now=now))
 
     async def _create(self, pods: Sequence[Object]) -> None:
