@@ -139,13 +139,16 @@ class LocalCluster:
         bin_dir: Path | None = None,
         controller_manager: bool = True,
         nodes: Path | None = None,
+        crds: Path = CRD_DIR,
     ) -> None:
         """``nodes``: a node profile; with it kube-scheduler and kwok run and its nodes are created. Without it
-        (the default) the control plane is bare: no scheduler, no nodes, pods stay unbound."""
+        (the default) the control plane is bare: no scheduler, no nodes, pods stay unbound. ``crds``: the
+        directory of CRDs installed at start (ours; a test of upgrades starts from older ones)."""
         self.state_dir = state_dir.resolve()
         self._bin_dir = bin_dir
         self._want_kcm = controller_manager
         self._node_profile = nodes
+        self._crds = crds
         self.state: ClusterState | None = None
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -219,7 +222,7 @@ class LocalCluster:
                 scheduler_port = self._start_scheduler()
                 self._start_kwok(kwok)
                 self._create_nodes(profile)
-            self.install_crds(timeout=timeout)
+            self.install_crds(directory=self._crds, timeout=timeout)
             if profile is not None:
                 self._wait("kube-scheduler", timeout, lambda: _http_ok(f"https://127.0.0.1:{scheduler_port}/healthz"))
                 self._wait("kwok", timeout, lambda: self._nodes_ready(profile.node_names()))
