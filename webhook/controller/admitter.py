@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from webhook.api import conditions
 from webhook.api.clusterqueue import parse_cluster_queue
 from webhook.api.cohort import parse_cohort
-from webhook.api.constants import COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION
+from webhook.api.constants import COND_EVICTED, COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION
 from webhook.api.flavor import parse_resource_flavor
 from webhook.api.localqueue import parse_local_queue
 from webhook.api.workload import Workload, parse_admission, parse_workload
@@ -36,7 +36,13 @@ from webhook.controller.events import EventRecorder
 from webhook.controller.reservations import Reservations
 from webhook.controller.telemetry import QueueMetrics
 from webhook.core.admissionfairsharing import AdmissionFairSharing
-from webhook.core.decisions import AdmissionDecision, PendingDecision, SchedulingResult, admission_status
+from webhook.core.decisions import (
+    RETRY_ON_TIME,
+    AdmissionDecision,
+    PendingDecision,
+    SchedulingResult,
+    admission_status,
+)
 from webhook.core.fairsharing import FairSharing
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
@@ -91,43 +97,133 @@ class Admitter:
         self._parsed: dict[Key, tuple[str, Workload | None]] = {}
         self._parsed_queues: dict[str, dict[Key, tuple[str, Any]]] = {}  # by kind, as ``_parsed``
         self._bad: set[tuple[str, str, str]] = set()
+        # The Workload part of the snapshot, kept from pass to pass (None until the first): the parsed Workloads
+        # that go into it, fed by the cache's journal (quiet changes too: they change the objects).
+        self._journal = cache.journal(quiet=True)
+        self._effective: dict[Key, Workload] | None = None
+        self._overlaid: set[Key] = set()  # keys shown with an assumed admission in the last snapshot
+        # What the scheduler saw of each Workload (``_view``), and whether anything changed since it last ran.
+        # Fair sharing's shares move with every admission: it schedules every pass, as before.
+        self._views: dict[Key, tuple[Any, ...]] = {}
+        self._dirty = True
+        self._gated = not (fair_sharing is not None and fair_sharing.enabled) and not (
+            admission_fair_sharing is not None and admission_fair_sharing.enabled
+        )
+        self._last_namespaces: dict[str, Any] | None = None
+        self._last_result: SchedulingResult | None = None
+        self._requeue_due: datetime.datetime | None = None
+        self._pending_owed = False
+        self.schedules = 0  # how many passes ran the scheduler (the others found nothing schedulable changed)
 
     # -- 1. snapshot ----------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        versions: dict[Key, int] = {}
-        workloads: list[Workload] = []
-        live: set[Key] = set()
-        for obj in self._cache.workloads():
-            meta = obj.get("metadata") or {}
-            key = (meta.get("namespace", ""), meta.get("name", ""))
-            rv = str(meta.get("resourceVersion", ""))
-            live.add(key)
-            versions[key] = int(rv) if rv.isdigit() else 0
-            cached = self._parsed.get(key)
-            if cached is None or cached[0] != rv:
-                cached = (rv, self._parse(obj, "Workload", parse_workload))
-                self._parsed[key] = cached
-            wl = cached[1]
-            if wl is None:
-                continue
-            if meta.get("deletionTimestamp") and wl.admission is None:
-                continue  # being deleted: never admitted again (one that holds quota keeps counting)
-            assumed = self.reservations.admission_for(key)
-            if assumed is not None and wl.admission is None:
-                wl = dataclasses.replace(wl, admission=parse_admission(assumed))
-            workloads.append(wl)
-        for gone in set(self._parsed) - live:
-            del self._parsed[gone]
+        """What the scheduler decides on: the cache's queues and Workloads, with the admissions assumed.
+
+        The Workload part is kept from pass to pass: only the Workloads the cache saw change are read again (all
+        of them after a journal overflow), and whether any change can alter a decision is noted for
+        ``needs_scheduling``.
+        """
+        changed = self._journal.take()
+        if changed is None or self._effective is None:
+            touched = self._rebuild()
+        else:
+            touched = {(key.namespace, key.name) for key in changed.get(WORKLOAD, ())}
+            for key in touched:
+                self._update(key, self._cache.workload(*key))
+        assert self._effective is not None
+        assumed_keys = list(self.reservations.keys())
+        versions = {key: _version(obj) for key in assumed_keys if (obj := self._cache.workload(*key))}
         self.reservations.settle(versions)
+        overlaid: dict[Key, Workload] = {}
+        for key in assumed_keys:
+            wl = self._effective.get(key)
+            assumed = self.reservations.admission_for(key)
+            if wl is not None and assumed is not None and wl.admission is None:
+                overlaid[key] = dataclasses.replace(wl, admission=parse_admission(assumed))
+        # An assumption that ended (written, refused, settled) changes what the scheduler sees as held.
+        for key in touched | (overlaid.keys() ^ self._overlaid):
+            self._note(key, overlaid.get(key) or self._effective.get(key))
+        self._overlaid = set(overlaid)
+        if overlaid:
+            workloads = [wl for key, wl in self._effective.items() if key not in overlaid] + list(overlaid.values())
+        else:
+            workloads = list(self._effective.values())
+        namespaces = {(ns.get("metadata") or {}).get("name", ""): labels_of(ns) for ns in self._namespaces()}
+        if namespaces != self._last_namespaces:
+            self._last_namespaces, self._dirty = namespaces, True
         return Snapshot(
             cluster_queues=self._parse_all(self._cache.cluster_queues(), "ClusterQueue", parse_cluster_queue),
             flavors=self._parse_all(self._cache.resource_flavors(), "ResourceFlavor", parse_resource_flavor),
             local_queues=self._parse_all(self._cache.local_queues(), "LocalQueue", parse_local_queue),
             workloads=workloads,
-            namespaces={(ns.get("metadata") or {}).get("name", ""): labels_of(ns) for ns in self._namespaces()},
+            namespaces=namespaces,
             cohorts=self._parse_all(self._cache.cohorts(), "Cohort", parse_cohort),
         )
+
+    def _rebuild(self) -> set[Key]:
+        """Every Workload read again (the first pass, or after the journal overflowed); returns their keys."""
+        self._effective = {}
+        live: set[Key] = set()
+        for obj in self._cache.workloads():
+            meta = obj.get("metadata") or {}
+            key = (meta.get("namespace", ""), meta.get("name", ""))
+            live.add(key)
+            self._update(key, obj)
+        gone = set(self._parsed) - live
+        for key in gone:
+            self._update(key, None)
+        self._dirty = True
+        return live | gone | set(self._views)
+
+    def _update(self, key: Key, obj: Object | None) -> None:
+        """Read one Workload again (if its version changed) into the snapshot's part kept from pass to pass."""
+        assert self._effective is not None
+        wl: Workload | None = None
+        if obj is not None:
+            meta = obj.get("metadata") or {}
+            rv = str(meta.get("resourceVersion", ""))
+            cached = self._parsed.get(key)
+            if cached is None or cached[0] != rv:
+                cached = (rv, self._parse(obj, "Workload", parse_workload))
+                self._parsed[key] = cached
+            wl = cached[1]
+            if wl is not None and meta.get("deletionTimestamp") and wl.admission is None:
+                wl = None  # being deleted: never admitted again (one that holds quota keeps counting)
+        else:
+            self._parsed.pop(key, None)
+        if wl is None:
+            self._effective.pop(key, None)
+        else:
+            self._effective[key] = wl
+
+    def _note(self, key: Key, wl: Workload | None) -> None:
+        """Remember what the scheduler will see of this Workload; a difference from what it saw last time (or
+        from what its own admission made of it) means scheduling again may decide differently."""
+        view = _view(wl)
+        if view != self._views.get(key):
+            self._dirty = True
+        if view is None:
+            self._views.pop(key, None)
+        else:
+            self._views[key] = view
+
+    def needs_scheduling(self, now: datetime.datetime) -> bool:
+        """Whether the last snapshot can lead to another decision than the last pass's: something schedulable
+        changed (a Workload added, requeued, freed quota or changed otherwise than by our own admission; a queue,
+        flavor, cohort or namespace), a requeue backoff ended, or ``invalidate`` was called. With fair sharing
+        (whose shares move with every admission) always."""
+        if not self._gated or self._dirty or self._last_result is None:
+            return True
+        return self._requeue_due is not None and now >= self._requeue_due
+
+    def invalidate(self) -> None:
+        """Schedule at the next pass whatever changed (the periodic resync: when in doubt, schedule)."""
+        self._dirty = True
+
+    def due(self) -> datetime.datetime | None:
+        """When a requeue backoff of a pending Workload ends (the next pass must schedule then)."""
+        return self._requeue_due
 
     def _namespaces(self) -> list[Object]:
         return list(self._cache.items(NAMESPACE))
@@ -156,12 +252,16 @@ class Admitter:
             live.add(key)
             cached = cache.get(key)
             if cached is None or cached[0] != rv or not rv:
-                cached = (rv, self._parse(obj, kind, parse))
+                parsed = self._parse(obj, kind, parse)
+                if cached is None or parsed != cached[1]:
+                    self._dirty = True  # a status we wrote parses the same: only the spec's changes count
+                cached = (rv, parsed)
                 cache[key] = cached
             if cached[1] is not None:
                 out.append(cached[1])
         for gone in set(cache) - live:
             del cache[gone]
+            self._dirty = True
         return out
 
     # -- 2..5. one pass -------------------------------------------------------------------------------------
@@ -170,9 +270,21 @@ class Admitter:
         """One pass; returns the snapshot it decided on and what it decided."""
         started = time.perf_counter()
         snapshot = self.snapshot()
+        if not self.needs_scheduling(now) and self._last_result is not None:
+            # Nothing schedulable changed: the last decision stands. Only its pending reasons may still be owed.
+            if self._pending_owed and not self._deferred:
+                self._pending_owed = False
+                await _gather(self._pending_writes(self._last_result.pending, now))
+            elif self._pending_owed and (self._pending_task is None or self._pending_task.done()):
+                self._start_pending(self._last_result.pending, now)
+            return snapshot, self._last_result
+        self._dirty = False
         result = schedule(
             snapshot, now=now, fair_sharing=self._fair_sharing, admission_fair_sharing=self._admission_fair_sharing
         )
+        self.schedules += 1
+        self._last_result = result
+        self._requeue_due = self._next_requeue(result, now)
         if self._metrics is not None:
             self._metrics.admission_attempt(
                 "success" if result.admitted else "inadmissible", time.perf_counter() - started
@@ -190,16 +302,38 @@ class Admitter:
                 continue
             admission = admission_status(decision)
             self.reservations.assume(decision.workload, admission, base_version=_version(obj))
+            # What the next snapshot shows of it (assumed, then written) is this pass's own doing: no reason to
+            # schedule again.
+            wl = self._effective.get(decision.workload) if self._effective is not None else None
+            view = _view(dataclasses.replace(wl, admission=parse_admission(admission))) if wl is not None else None
+            if view is not None:
+                self._views[decision.workload] = view
             writes.append(self._admit(obj, decision, admission, now))
         if not self._deferred:
             writes += self._pending_writes(result.pending, now)
         elif self._pending_task is None or self._pending_task.done():
-            pending = self._pending_writes(result.pending, now)
-            if pending:
-                self._pending_task = asyncio.get_running_loop().create_task(_gather(pending), name="pending-reasons")
+            self._start_pending(result.pending, now)
+        else:
+            self._pending_owed = True  # the previous reasons are still being written: these are owed
         if writes:
             await asyncio.gather(*writes)
         return snapshot, result
+
+    def _start_pending(self, pending: tuple[PendingDecision, ...], now: datetime.datetime) -> None:
+        self._pending_owed = False
+        writes = self._pending_writes(pending, now)
+        if writes:
+            self._pending_task = asyncio.get_running_loop().create_task(_gather(writes), name="pending-reasons")
+
+    def _next_requeue(self, result: SchedulingResult, now: datetime.datetime) -> datetime.datetime | None:
+        """The earliest end of a requeue backoff among the Workloads left pending for it."""
+        effective = self._effective or {}
+        times = (
+            wl.requeue_at
+            for p in result.pending
+            if p.retry_on == RETRY_ON_TIME and (wl := effective.get(p.workload)) is not None
+        )
+        return min((t for t in times if t is not None and t > now), default=None)
 
     def cancel(self) -> None:
         """Give up what is being written in the background (the reconciler stops)."""
@@ -295,13 +429,15 @@ class Admitter:
         ordered = sorted(pending, key=lambda p: (p.position is None, p.position or 0))
         for decision in ordered:
             if len(writes) >= self._pending_budget:
+                self._pending_owed = True  # the rest in a later pass, from this decision if nothing changes
                 break
             obj = self._cache.workload(*decision.workload)
             if obj is None or _says(obj, decision):
                 continue
             last = self._pending_written.get(decision.workload)
             if last is not None and now - last < self._pending_refresh and _says_reason(obj, decision):
-                continue  # only the numbers moved, and they were written a moment ago
+                self._pending_owed = True  # only the numbers moved, and they were written a moment ago: later
+                continue
             body = wl_life.pending(obj, reason=decision.reason, message=decision.message, now=now)
             if body is not None:
                 self._pending_written[decision.workload] = now
@@ -344,6 +480,27 @@ def _says_reason(obj: Mapping[str, Any], decision: PendingDecision) -> bool:
 
 def _quota_reserved(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return conditions.find((obj.get("status") or {}).get("conditions"), COND_QUOTA_RESERVED) or {}
+
+
+def _view(wl: Workload | None) -> tuple[Any, ...] | None:
+    """What the scheduler reads of a Workload, but the conditions beyond finished and evicted: their messages and
+    times (a pending reason, QuotaReserved's time once our admission is written) change no decision without
+    fair sharing. None: not in the snapshot."""
+    if wl is None:
+        return None
+    return (
+        wl.uid,
+        wl.pod_sets,
+        wl.queue_name,
+        wl.created,
+        wl.priority,
+        wl.priority_class,
+        wl.active,
+        wl.admission,
+        wl.requeue_at,
+        wl.finished,
+        wl.condition_true(COND_EVICTED),
+    )
 
 
 def _version(obj: Mapping[str, Any]) -> int:

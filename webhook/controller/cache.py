@@ -43,7 +43,8 @@ def _version(obj: Object | None) -> int | None:
 class ChangeJournal:
     """The keys changed since the last ``take``, per resource; past ``limit`` keys it only remembers "many"."""
 
-    def __init__(self, limit: int = 50_000) -> None:
+    def __init__(self, limit: int = 50_000, *, quiet: bool = False) -> None:
+        self.quiet = quiet  # notes quiet observations too
         self._limit = limit
         self._keys: dict[Resource, set[ObjectKey]] = {}
         self._count = 0
@@ -81,6 +82,7 @@ class ClusterCache:
         self.wakes = 0
         self._woken = asyncio.Event()
         self._journals: list[ChangeJournal] = []
+        self._listeners: list[Callable[[Change, bool], None]] = []
 
     # -- feeding (InformerSink) -----------------------------------------------------------------
 
@@ -167,8 +169,11 @@ class ClusterCache:
     # -- change notification --------------------------------------------------------------------
 
     def _notify(self, change: Change, *, wake: bool = True) -> None:
-        for journal in self._journals if wake else ():  # quiet changes concern no decision
-            journal.note(change.resource, change.key)
+        for journal in self._journals:
+            if wake or journal.quiet:  # quiet changes concern no decision
+                journal.note(change.resource, change.key)
+        for listener in self._listeners:
+            listener(change, not wake)
         self.generation += 1
         self._changed.set()
         self._changed = asyncio.Event()
@@ -177,11 +182,17 @@ class ClusterCache:
         if wake:
             self.wake()
 
-    def journal(self) -> ChangeJournal:
-        """A new record of which objects change from now on (for work proportional to change)."""
-        journal = ChangeJournal()
+    def journal(self, *, quiet: bool = False) -> ChangeJournal:
+        """A new record of which objects change from now on (for work proportional to change); ``quiet``: quiet
+        observations too (for whoever keeps a copy of the objects, rather than deciding on their changes)."""
+        journal = ChangeJournal(quiet=quiet)
         self._journals.append(journal)
         return journal
+
+    def listen(self, listener: Callable[[Change, bool], None]) -> None:
+        """Call ``listener(change, quiet)`` on every change from now on, synchronously, before anyone is woken:
+        for whoever must know what an object was (a deleted Workload's owners), not only that it changed."""
+        self._listeners.append(listener)
 
     async def wait_changed(self, after: int) -> int:
         """Wait until ``generation`` exceeds ``after``; returns the new generation.

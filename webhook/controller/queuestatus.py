@@ -60,10 +60,17 @@ class QueueStatusWriter:
         metrics: QueueMetrics | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
         deferred: bool = False,
+        min_interval: float = 0.0,
     ) -> None:
         """``deferred``: the writes run in the background and ``write`` returns once they started; while one
-        batch is still being written, the next pass's status is not written (a later pass computes it again)."""
+        batch is still being written, the next pass's status is not written (a later pass computes it again).
+        ``min_interval``: statuses are computed (and written where they changed) at most once per this many
+        seconds; a pass within it is skipped and ``due`` says when the next one may write. Usage and counts move
+        with every admission and finish: written at every pass, they were the largest share of our writes."""
         self._deferred = deferred
+        self._interval = datetime.timedelta(seconds=min_interval)
+        self._computed_at: datetime.datetime | None = None
+        self._due: datetime.datetime | None = None
         self._batch: asyncio.Task[None] | None = None
         self._afs = admission_fair_sharing or AdmissionFairSharing()
         self._kube = kube
@@ -81,6 +88,10 @@ class QueueStatusWriter:
         """
         if self._deferred and self._batch is not None and not self._batch.done():
             return
+        if self._computed_at is not None and now - self._computed_at < self._interval:
+            self._due = self._computed_at + self._interval
+            return
+        self._computed_at, self._due = now, None
         # 1. What the statuses should say: counts, usage and activeness, from the core.
         self._report_lifecycle(snapshot)
         counts = queuestate.count_workloads(snapshot)
@@ -211,6 +222,10 @@ class QueueStatusWriter:
                 "lastUpdate": at.strftime("%Y-%m-%dT%H:%M:%SZ"),
             },
         }
+
+    def due(self) -> datetime.datetime | None:
+        """When a status skipped within ``min_interval`` may be written (None: nothing was skipped)."""
+        return self._due
 
     def cancel(self) -> None:
         """Give up the batch being written in the background (the reconciler stops)."""

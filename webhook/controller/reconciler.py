@@ -6,16 +6,21 @@
 4. ClusterQueue and LocalQueue status (``QueueStatusWriter``);
 5. deleted ClusterQueues and ResourceFlavors let go once unused (``QueueFinalizers``).
 
-The loop is level-triggered: a pass looks at everything in the cache, so a restarted leader (or one that
-missed a watch event) converges from whatever it finds. Writes are put into the cache as soon as the server
-answers, so a pass never repeats the previous pass's writes while the watch catches up.
+The loop is level-triggered at heart: a full pass looks at everything in the cache (the first one, then every
+``full_resync_seconds``), so a restarted leader (or one that missed a watch event) converges from whatever it
+finds. Writes are put into the cache as soon as the server answers, so a pass never repeats the previous pass's
+writes while the watch catches up.
 
-Work proportional to change: a pass starts only when something a decision depends on changed (the cache's
-``wakes``: pending reasons and queue status we wrote ourselves are quiet and start none), and step 2 looks only at
-the Workloads that changed since the last pass, those whose job changed and those with a deadline due; every
-``full_resync_seconds``, and whenever a queue, flavor, namespace or priority class changed, it looks at all of
-them. Events, pending reasons and queue status are written in the background (``deferred``): a pass waits only
-for the writes that admit, preempt or release.
+Work proportional to change, in between: a pass starts only when something a decision depends on changed (the
+cache's ``wakes``: pending reasons and queue status we wrote ourselves are quiet and start none) or something
+time-based is due. Steps 1 and 2 look only at the jobs, pod groups and Workloads the changes concern
+(``ChangeRouter``; a change to a queue, flavor, namespace or priority class concerns all of them), those with a
+deadline due and those whose retry is due: an object whose sync fails goes back to its ``WorkQueue`` with a
+per-object backoff, so it neither spins the loop nor is retried by every pass. Step 3 schedules only when
+something schedulable changed (``Admitter.needs_scheduling``: not on the echo of its own admissions), on a
+snapshot whose Workload part is kept from pass to pass. Step 4 computes and writes queue status at most once per
+``queue_status_interval``. Events, pending reasons and queue status are written in the background
+(``deferred``): a pass waits only for the writes that admit, preempt or release.
 """
 
 from __future__ import annotations
@@ -31,21 +36,24 @@ from typing import Any
 from webhook.api.configuration import WaitForPodsReady
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
+from webhook.controller.changes import ChangeRouter
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
 from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.telemetry import QueueMetrics
+from webhook.controller.watches import resource_of
 from webhook.controller.workloadsync import WorkloadSync
+from webhook.controller.workqueue import WorkQueue
 from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.fairsharing import FairSharing
 from webhook.core.namespace_policy import NamespacePolicy
-from webhook.jobs import registry
+from webhook.jobs import pod_group, registry
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object, ObjectKey, key_of
-from webhook.kube.resources import POD, WORKLOAD, Resource
+from webhook.kube.resources import WORKLOAD, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
@@ -74,9 +82,9 @@ class Reconciler:
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
         full_resync_seconds: float = 30.0,
+        queue_status_interval: float = 3.0,
     ) -> None:
         self._cache = cache
-        self._journal = cache.journal()
         self._full_resync = datetime.timedelta(seconds=full_resync_seconds)
         self._last_full: datetime.datetime | None = None
         self._workload_wakes: dict[ObjectKey, datetime.datetime] = {}
@@ -118,12 +126,22 @@ class Reconciler:
             deferred=True,
         )
         self.queue_status = QueueStatusWriter(
-            kube, cache, metrics=metrics, admission_fair_sharing=admission_fair_sharing, deferred=True
+            kube,
+            cache,
+            metrics=metrics,
+            admission_fair_sharing=admission_fair_sharing,
+            deferred=True,
+            min_interval=queue_status_interval,
         )
         self.finalizers = QueueFinalizers(kube, cache)
-        # Changes that concern single Workloads (their own, their job's, a pod's); any other kind's change (a
-        # queue, a flavor, a namespace...) can concern every Workload, so it makes step 2 a full pass.
-        self._per_object: frozenset[Resource] = frozenset({WORKLOAD, POD, *(k.resource for k in self.job_kinds)})
+        # Which jobs, pod groups and Workloads each change concerns (any other kind's change, a queue, a flavor, a
+        # namespace..., can concern all of them, and makes the next pass a full one).
+        self._router = ChangeRouter(
+            cache,
+            job_kinds={resource_of(a): a.kind for a in registry.suspendable(enabled)},
+            frameworks=enabled,
+            pod_groups=self.pods is not None,
+        )
         self.passes = 0
         self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)
 
@@ -148,16 +166,25 @@ class Reconciler:
             self.queue_status.cancel()
 
     async def pass_once(self) -> datetime.datetime | None:
-        """One pass over everything; returns when the next time-based event is due (None if nothing is)."""
+        """One pass over what changed (everything on a full pass); returns when the next time-based event is due
+        (a deadline, a failed object's retry; None if nothing is)."""
         now = self._clock()
+        if self._last_full is None or now - self._last_full >= self._full_resync:
+            self._last_full = now
+            self._router.add_all()
+            self.admitter.invalidate()
         for kind in self.job_kinds:
-            jobs = [j for j in self._cache.items(kind.resource) if self._managed(j)]
-            await self._each(jobs, functools.partial(kind.sync, now=now))
+            work = self._router.jobs[kind.resource]
+            everything, keys = work.take(now)
+            found = self._cache.items(kind.resource) if everything else map(self._getter(kind.resource), keys)
+            jobs = [j for j in found if j is not None and self._managed(j)]
+            await self._each(jobs, functools.partial(kind.sync, now=now), queue=work, now=now)
         if self.pods is not None:
-            pods = self.pods
-            await self._each(pods.groups(), lambda group: pods.sync(group, now))
+            await self._sync_groups(self.pods, now)
         workloads = self._workloads_to_sync(now)
-        wakes = await self._each(workloads, lambda wl: self.workloads.sync(wl, now))
+        wakes = await self._each(
+            workloads, lambda wl: self.workloads.sync(wl, now), queue=self._router.workloads, now=now
+        )
         for obj, due in zip(workloads, wakes, strict=True):
             key = key_of(obj)
             if isinstance(due, datetime.datetime):
@@ -171,54 +198,86 @@ class Reconciler:
         except errors.KubeError as exc:
             log.warning("queue finalizers: %s", exc)
         self.passes += 1
-        return min(self._workload_wakes.values(), default=None)
+        retries = (q.next_retry() for q in self._router.queues())
+        return min(
+            (
+                t
+                for t in (*self._workload_wakes.values(), *retries, self.admitter.due(), self.queue_status.due())
+                if t is not None
+            ),
+            default=None,
+        )
+
+    async def _sync_groups(self, pods: PodGroupSync, now: datetime.datetime) -> None:
+        """Pod groups: those whose pods or Workload changed; all of them on a full pass. A group with pods still
+        leaving their nodes is looked at again next pass (the quota goes back once they have stopped)."""
+        work = self._router.groups
+        everything, keys = work.take(now)
+        groups = pods.groups() if everything else [g for k in sorted(keys) if (g := self._router.group_pods(k))]
+        await self._each(groups, lambda group: pods.sync(group, now), queue=work, now=now)
+        for group in groups:
+            if any(pod_group.is_leaving(p) for p in group):
+                work.add(_group_key(group))
 
     def _workloads_to_sync(self, now: datetime.datetime) -> list[Object]:
         """Step 2's Workloads: all of them on a full pass, else those changed, with a changed job, or due."""
-        changed = self._journal.take()
-        full = (
-            changed is None
-            or self._last_full is None
-            or now - self._last_full >= self._full_resync
-            or any(resource not in self._per_object for resource in changed)
-        )
-        keys = set() if full or changed is None else set(changed.get(WORKLOAD, ()))
-        for resource, objects in () if full or changed is None else changed.items():
-            if resource in (WORKLOAD, POD):
-                continue
-            for job_key in objects:
-                job = self._cache.get(resource, job_key)
-                uid = ((job or {}).get("metadata") or {}).get("uid")
-                if not uid:  # a deleted job: its Workloads (orphans now) are found only by looking at all
-                    full = True
-                    break
-                keys.update(key_of(w) for w in self._cache.workloads_owned_by(uid))
-        if full or changed is None:
-            self._last_full = now
+        everything, keys = self._router.workloads.take(now)
+        if everything:
             return self._cache.workloads()
         keys.update(k for k, due in self._workload_wakes.items() if due <= now)
         found = (self._cache.get(WORKLOAD, k) for k in keys)
         return [obj for obj in found if obj is not None]
 
+    def _getter(self, resource: Resource) -> Callable[[ObjectKey], Object | None]:
+        return functools.partial(self._cache.get, resource)
+
     def _managed(self, job: Object) -> bool:
         namespace = (job.get("metadata") or {}).get("namespace", "")
         return self._namespaces.is_managed(namespace, self._cache.namespace_labels(namespace))
 
-    async def _each(self, objects: Iterable[Any], work: Callable[[Any], Awaitable[Any]]) -> list[Any]:
-        """``work`` on each object (or pod group) concurrently; one object's failure never stops the others."""
+    async def _each(
+        self,
+        objects: Iterable[Any],
+        work: Callable[[Any], Awaitable[Any]],
+        *,
+        queue: WorkQueue[ObjectKey] | None = None,
+        now: datetime.datetime | None = None,
+    ) -> list[Any]:
+        """``work`` on each object (or pod group) concurrently; one object's failure never stops the others. With
+        ``queue``, a failure (a conflict too: the version we read is stale) sends the object back to it, to be
+        retried after its backoff or as soon as it changes; a success resets its backoff."""
 
         async def one(item: Any) -> Any:
             obj: Object = item[0] if isinstance(item, list) else item
+            key = _group_key(item) if isinstance(item, list) else key_of(obj)
             async with self._gate:
                 try:
-                    return await work(item)
+                    done = await work(item)
                 except errors.Conflict:
-                    return None  # someone wrote first; the next pass sees their version
+                    failed.append(key)  # someone wrote first; their version is on its way
                 except errors.KubeError as exc:
+                    failed.append(key)
                     log.warning("reconcile failed: %s", exc, extra=object_fields(obj))
                 except Exception:
+                    failed.append(key)
                     self.errors += 1
                     log.exception("reconcile crashed", extra=object_fields(obj))
+                else:
+                    succeeded.append(key)
+                    return done
                 return None
 
-        return list(await asyncio.gather(*(one(o) for o in objects)))
+        failed: list[ObjectKey] = []
+        succeeded: list[ObjectKey] = []
+        results = list(await asyncio.gather(*(one(o) for o in objects)))
+        if queue is not None:
+            queue.succeeded(succeeded)
+            for key in failed:
+                queue.failed(key, now or self._clock())
+        return results
+
+
+def _group_key(group: list[Object]) -> ObjectKey:
+    """A pod group's key in the router: its namespace and the name of its Workload."""
+    namespace = (group[0].get("metadata") or {}).get("namespace", "")
+    return ObjectKey(namespace, pod_group.workload_name(group))

@@ -1,0 +1,119 @@
+"""The reconciler's passes on the in-memory fake: work proportional to change, and a failing object's backoff.
+
+The cache is fed from the fake's store before each pass (as the watches would); assertions read the fake.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.doubles.fakekube import FakeKube
+from tests.unit.controller.test_admitter import make_cluster_queue, make_local_queue
+from tests.unit.jobs.builders import make_flavor, make_job
+from webhook.api import constants
+from webhook.controller.reconciler import Reconciler
+from webhook.controller.watches import CACHE_WATCHES, build_cache
+from webhook.jobs import batch_job, suspendable
+from webhook.jobs import workload as wl_life
+from webhook.kube import resources as r
+from webhook.kube.objects import Object
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+NS = "team-a"
+
+
+def bare_workload(name: str, *, cpu: str = "1") -> dict[str, Any]:
+    container = {"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "apiVersion": constants.API_VERSION,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "queueName": "q",
+            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}],
+        },
+    }
+
+
+class World:
+    def __init__(self, *, cpu: str = "2") -> None:
+        self.now = NOW
+        self.kube = FakeKube(clock=lambda: self.now)
+        self.cache = build_cache()
+        self.reconciler = Reconciler(self.kube, self.cache, clock=lambda: self.now)
+        self.cpu = cpu
+
+    async def queues(self) -> None:
+        for resource, obj in (
+            (r.NAMESPACE, {"metadata": {"name": NS}}),
+            (r.RESOURCE_FLAVOR, make_flavor("default")),
+            (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu=self.cpu)),
+            (r.LOCAL_QUEUE, make_local_queue(NS, "q", "cq")),
+        ):
+            await self.kube.create(resource, obj)
+
+    async def pass_once(self, *, after: float = 0.0) -> None:
+        """One pass, ``after`` seconds later, on what the API server holds now."""
+        self.now += timedelta(seconds=after)
+        for spec in CACHE_WATCHES:
+            self.cache.replace(spec.resource, self.kube.objects(spec.resource))
+        await self.reconciler.pass_once()
+
+    def workload(self, name: str) -> Object:
+        return next(w for w in self.kube.objects(r.WORKLOAD) if w["metadata"]["name"] == name)
+
+    def admitted(self) -> set[str]:
+        return {w["metadata"]["name"] for w in self.kube.objects(r.WORKLOAD) if wl_life.holds_quota(w)}
+
+    async def finish(self, name: str) -> None:
+        body = wl_life.finished(self.workload(name), succeeded=True, message="done", now=self.now)
+        await self.kube.replace_status(r.WORKLOAD, body)
+
+
+async def test_the_scheduler_runs_again_only_when_something_schedulable_changed() -> None:
+    world = World(cpu="2")
+    await world.queues()
+    await world.kube.create(r.WORKLOAD, bare_workload("a"))
+    await world.pass_once()
+    assert world.admitted() == {"a"}
+    schedules = world.reconciler.admitter.schedules
+
+    await world.pass_once(after=0.1)
+    await world.pass_once(after=0.1)
+    assert world.reconciler.admitter.schedules == schedules, "the echo of our own admission decides nothing new"
+
+    await world.kube.create(r.WORKLOAD, bare_workload("b"))
+    await world.kube.create(r.WORKLOAD, bare_workload("c"))
+    await world.pass_once(after=0.1)
+    assert world.admitted() == {"a", "b"}, "c does not fit: 2 CPU"
+    assert world.reconciler.admitter.schedules == schedules + 1
+    await world.pass_once(after=0.1)  # c's pending reason was written: information only
+    assert world.reconciler.admitter.schedules == schedules + 1
+
+    await world.finish("a")
+    await world.pass_once(after=0.1)
+    assert world.admitted() == {"b", "c"}, "freed quota is scheduled at once"
+
+
+async def test_a_job_whose_write_keeps_failing_is_retried_after_a_growing_backoff_not_at_every_pass() -> None:
+    world = World()
+    await world.queues()
+    job = await world.kube.create(r.JOB, make_job("train", namespace=NS, queue="q"))
+    name = suspendable.job_workload_name(job, batch_job.ADAPTER.kind)
+    fault = world.kube.faults.fail_next("create", resource=r.WORKLOAD, name=name, times=2)
+
+    await world.pass_once()
+    assert fault.hits == 1
+    await world.kube.create(r.WORKLOAD, bare_workload("unrelated"))  # another change: another pass
+    await world.pass_once(after=0.01)
+    await world.pass_once(after=0.01)
+    assert fault.hits == 1, "a failed job waits for its backoff; other changes do not retry it"
+
+    await world.pass_once(after=0.1)
+    assert fault.hits == 2, "retried once its backoff is over"
+    await world.pass_once(after=0.1)
+    assert fault.hits == 2, "the second failure waits twice as long"
+    await world.pass_once(after=0.15)
+    owned = [w for w in world.kube.objects(r.WORKLOAD) if w["metadata"].get("ownerReferences")]
+    assert len(owned) == 1, "the third attempt creates the Workload"
