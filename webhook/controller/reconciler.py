@@ -161,6 +161,7 @@ class Reconciler:
                     async with asyncio.timeout(timeout):
                         await self._cache.wait_woken(seen)
         finally:
+            log.info("reconciler stops after %d passes, %d of which scheduled", self.passes, self.admitter.schedules)
             # What is written in the background goes with the loop: a stopped (or demoted) reconciler writes nothing.
             self.admitter.cancel()
             self.queue_status.cancel()
