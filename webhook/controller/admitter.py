@@ -101,6 +101,7 @@ class Admitter:
         # that go into it, fed by the cache's journal (quiet changes too: they change the objects).
         self._journal = cache.journal(quiet=True)
         self._effective: dict[Key, Workload] | None = None
+        self._finished: dict[Key, Workload] = {}
         self._overlaid: set[Key] = set()  # keys shown with an assumed admission in the last snapshot
         # What the scheduler saw of each Workload (``_view``), and whether anything changed since it last ran.
         # Fair sharing's shares move with every admission: it schedules every pass, as before.
@@ -118,7 +119,7 @@ class Admitter:
     # -- 1. snapshot ----------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """What the scheduler decides on: the cache's queues and Workloads, with the admissions assumed.
+        """What the scheduler decides on: the cache's queues and unfinished Workloads, with the admissions assumed.
 
         The Workload part is kept from pass to pass: only the Workloads the cache saw change are read again (all
         of them after a journal overflow), and whether any change can alter a decision is noted for
@@ -163,7 +164,7 @@ class Admitter:
 
     def _rebuild(self) -> set[Key]:
         """Every Workload read again (the first pass, or after the journal overflowed); returns their keys."""
-        self._effective = {}
+        self._effective, self._finished = {}, {}
         live: set[Key] = set()
         for obj in self._cache.workloads():
             meta = obj.get("metadata") or {}
@@ -192,10 +193,12 @@ class Admitter:
                 wl = None  # being deleted: never admitted again (one that holds quota keeps counting)
         else:
             self._parsed.pop(key, None)
-        if wl is None:
-            self._effective.pop(key, None)
-        else:
-            self._effective[key] = wl
+        self._effective.pop(key, None)
+        self._finished.pop(key, None)
+        if wl is not None:
+            # Finished ones hold nothing and wait for nothing: the scheduler never sees them (with a Job's
+            # retention they are most of the cache); only the queue status counts them.
+            (self._finished if wl.finished else self._effective)[key] = wl
 
     def _note(self, key: Key, wl: Workload | None) -> None:
         """Remember what the scheduler will see of this Workload; a difference from what it saw last time (or
@@ -207,6 +210,10 @@ class Admitter:
             self._views.pop(key, None)
         else:
             self._views[key] = view
+
+    def finished(self) -> list[Workload]:
+        """The finished Workloads, which ``snapshot`` leaves out."""
+        return list(self._finished.values())
 
     def needs_scheduling(self, now: datetime.datetime) -> bool:
         """Whether the last snapshot can lead to another decision than the last pass's: something schedulable

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from webhook.api import conditions
 from webhook.api.clusterqueue import ClusterQueue
 from webhook.api.localqueue import LocalQueue
 from webhook.api.quantity import Quantity, format_quantity
+from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.telemetry import QueueMetrics
 from webhook.core import queuestate
@@ -81,10 +82,18 @@ class QueueStatusWriter:
         self._finished: set[str] | None = None
         self._published: set[str] = set()  # ClusterQueues with series
 
-    async def write(self, snapshot: Snapshot, now: datetime.datetime, result: SchedulingResult | None = None) -> None:
+    async def write(
+        self,
+        snapshot: Snapshot,
+        now: datetime.datetime,
+        result: SchedulingResult | None = None,
+        *,
+        finished: Sequence[Workload] = (),
+    ) -> None:
         """Status as of ``snapshot``; admissions of the pass that used it show up in the next one.
 
         Weighted shares come from ``result`` (the pass's own view, its admissions included) when it has them.
+        ``finished``: finished Workloads the snapshot leaves out (counted for the finished metric).
         """
         if self._deferred and self._batch is not None and not self._batch.done():
             return
@@ -93,7 +102,7 @@ class QueueStatusWriter:
             return
         self._computed_at, self._due = now, None
         # 1. What the statuses should say: counts, usage and activeness, from the core.
-        self._report_lifecycle(snapshot)
+        self._report_lifecycle(snapshot, finished)
         counts = queuestate.count_workloads(snapshot)
         # 2. One write per queue, skipped when the object already says it.
         writes = [
@@ -252,11 +261,12 @@ class QueueStatusWriter:
             return
         self._cache.observe(COHORT, written, quiet=True)
 
-    def _report_lifecycle(self, snapshot: Snapshot) -> None:
+    def _report_lifecycle(self, snapshot: Snapshot, left_out: Sequence[Workload]) -> None:
         """Count workloads that finished since the last pass; drop the series of ClusterQueues that are gone."""
         if self._metrics is None:
             return
-        finished = {wl.uid or f"{wl.namespace}/{wl.name}": wl for wl in snapshot.workloads if wl.finished}
+        every = (*snapshot.workloads, *left_out)
+        finished = {wl.uid or f"{wl.namespace}/{wl.name}": wl for wl in every if wl.finished}
         if self._finished is not None:
             for key in finished.keys() - self._finished:
                 admission = finished[key].admission

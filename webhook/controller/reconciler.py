@@ -193,7 +193,7 @@ class Reconciler:
             else:
                 self._workload_wakes.pop(key, None)
         snapshot, result = await self.admitter.run_pass(now)
-        await self.queue_status.write(snapshot, now, result)
+        await self.queue_status.write(snapshot, now, result, finished=self.admitter.finished())
         try:
             await self.finalizers.sync()
         except errors.KubeError as exc:
