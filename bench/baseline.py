@@ -546,6 +546,23 @@ def request_counts(metrics: str) -> dict[tuple[str, str, str], float]:
 
 
 WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
+COUNTED = ("workloads", "events", "clusterqueues", "localqueues", "cohorts")
+
+
+def controller_requests(
+    delta: dict[tuple[str, str, str], float], own: dict[str, int], admitted: int
+) -> dict[str, float]:
+    """The controller's requests per admission, by verb and resource (the driver's creates, finishes and
+    evictions taken out; reads too: GET, LIST; WATCH requests are connections, not counted)."""
+    mine = dict(delta)
+    mine[("workloads", "", "POST")] = mine.get(("workloads", "", "POST"), 0.0) - own["create"]
+    status_put = ("workloads", "status", "PUT")
+    mine[status_put] = mine.get(status_put, 0.0) - own["finish"] - own["evict"]
+    rows = {}
+    for (res, sub, verb), count in sorted(mine.items()):
+        if res in COUNTED and verb != "WATCH" and count > 0:
+            rows[f"  controller {verb} {res}{'/' + sub if sub else ''} / admission"] = count / max(1, admitted)
+    return rows
 
 
 def run_once(
@@ -699,6 +716,7 @@ def run_once(
             "  of which the controller's": (wl_writes - own) / n,
             "event writes / wl": ev_writes / n,
             "queue status writes": queue_writes,
+            **controller_requests(delta, run.own_writes, admitted),
         },
         controller_cpu=cpu1["controller"] - cpu0["controller"],
         controller_rss=peaks["controller"],

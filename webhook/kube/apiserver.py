@@ -80,7 +80,7 @@ class ApiServerKube:
                 client_configuration=configuration,
                 persist_config=False,
             )
-        self._api = k8s_client.ApiClient(configuration=configuration)
+        self._api = _JsonApiClient(configuration=configuration)
         _resolve_proxy_once(self._api)
         return self
 
@@ -379,6 +379,15 @@ def _watch_event(line: bytes, path: str) -> WatchEvent:
         raise KubeError(f"watch {path}: unknown event type {kind!r}")
     event_type: EventType = kind
     return WatchEvent(event_type, obj)
+
+
+class _JsonApiClient(k8s_client.ApiClient):
+    """Our request bodies, query and headers are JSON already (dicts, lists, strings and numbers, from the wire or
+    built like it): the generated client's recursive ``sanitize_for_serialization``, written for its model classes,
+    only copied them, a third of the request CPU of the reconciler in the baseline benchmark's profile."""
+
+    def sanitize_for_serialization(self, obj: Any) -> Any:
+        return obj
 
 
 def _resolve_proxy_once(api: Any) -> None:
