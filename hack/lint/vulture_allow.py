@@ -44,3 +44,6 @@ _.inode
 
 # logging.Formatter.format, called by the logging module.
 _.format
+
+# kubernetes_asyncio.ApiClient.sanitize_for_serialization, overridden; call_api calls it.
+_.sanitize_for_serialization
