@@ -35,6 +35,7 @@ from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.reservations import Reservations
 from webhook.controller.telemetry import QueueMetrics
+from webhook.controller.workqueue import WorkQueue
 from webhook.core.admissionfairsharing import AdmissionFairSharing
 from webhook.core.decisions import (
     RETRY_ON_TIME,
@@ -114,6 +115,9 @@ class Admitter:
         self._last_result: SchedulingResult | None = None
         self._requeue_due: datetime.datetime | None = None
         self._pending_owed = False
+        # Admissions the server refused (invalid, forbidden: not a conflict, which is read again and retried at
+        # once): not written again before their backoff, however often the scheduler picks them.
+        self._admit_retries: WorkQueue[Key] = WorkQueue(initial=0.5, cap=30.0)
         self.schedules = 0  # how many passes ran the scheduler (the others found nothing schedulable changed)
 
     # -- 1. snapshot ----------------------------------------------------------------------------------------
@@ -222,15 +226,18 @@ class Admitter:
         (whose shares move with every admission) always."""
         if not self._gated or self._dirty or self._last_result is None:
             return True
-        return self._requeue_due is not None and now >= self._requeue_due
+        due = self.due()
+        return due is not None and now >= due
 
     def invalidate(self) -> None:
         """Schedule at the next pass whatever changed (the periodic resync: when in doubt, schedule)."""
         self._dirty = True
 
     def due(self) -> datetime.datetime | None:
-        """When a requeue backoff of a pending Workload ends (the next pass must schedule then)."""
-        return self._requeue_due
+        """When a requeue backoff of a pending Workload, or a refused admission's, ends (the next pass must
+        schedule then)."""
+        retry = self._admit_retries.next_retry()
+        return min((t for t in (self._requeue_due, retry) if t is not None), default=None)
 
     def _namespaces(self) -> list[Object]:
         return list(self._cache.items(NAMESPACE))
@@ -286,6 +293,7 @@ class Admitter:
                 self._start_pending(self._last_result.pending, now)
             return snapshot, self._last_result
         self._dirty = False
+        self._admit_retries.take(now)  # the refused admissions whose backoff ended may be written again
         result = schedule(
             snapshot, now=now, fair_sharing=self._fair_sharing, admission_fair_sharing=self._admission_fair_sharing
         )
@@ -306,6 +314,8 @@ class Admitter:
         for decision in result.admitted:
             obj = self._cache.workload(*decision.workload)
             if obj is None or decision.workload in self.reservations:
+                continue
+            if self._admit_retries.backing_off(decision.workload, now):
                 continue
             admission = admission_status(decision)
             self.reservations.assume(decision.workload, admission, base_version=_version(obj))
@@ -369,10 +379,20 @@ class Admitter:
                 written = await self._kube.replace_status(WORKLOAD, wl_life.admitted(obj, admission, now=now))
         except (errors.Conflict, errors.NotFound, errors.Invalid, errors.Forbidden) as exc:
             self.reservations.refused(key)
-            log.info("admission not written (%s); will retry", exc.__class__.__name__, extra=object_fields(obj))
+            # The scheduler took it as admitted: it is pending again (when in doubt, schedule).
+            self._note(key, (self._effective or {}).get(key))
             if isinstance(exc, errors.Conflict):
+                log.info("admission not written (conflict); will retry", extra=object_fields(obj))
                 await self._refresh(obj)
                 self._cache.wake()  # decide again on the version read, not at the next resync
+            else:
+                delay = self._admit_retries.failed(key, now)
+                log.info(
+                    "admission not written (%s); retrying in %.1fs",
+                    exc.__class__.__name__,
+                    delay,
+                    extra=object_fields(obj),
+                )
             return
         except errors.KubeError as exc:
             self.reservations.unknown(key)
@@ -380,6 +400,7 @@ class Admitter:
             return
         self._cache.observe(WORKLOAD, written)
         self.reservations.confirmed(key)
+        self._admit_retries.succeeded((key,))
         wait = (now - _created(obj)).total_seconds()
         if self._metrics is not None:
             self._metrics.quota_reserved(decision.cluster_queue, wait)

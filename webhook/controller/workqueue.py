@@ -68,6 +68,11 @@ class WorkQueue(Generic[K]):
         self._retry_at.pop(key, None)
         self._marked.discard(key)
 
+    def backing_off(self, key: K, now: datetime.datetime) -> bool:
+        """``key`` failed and its retry is not due yet."""
+        at = self._retry_at.get(key)
+        return at is not None and now < at
+
     def next_retry(self) -> datetime.datetime | None:
         return min(self._retry_at.values(), default=None)
 

@@ -16,6 +16,7 @@ from webhook.controller.reconciler import Reconciler
 from webhook.controller.watches import CACHE_WATCHES, build_cache
 from webhook.jobs import batch_job, suspendable
 from webhook.jobs import workload as wl_life
+from webhook.kube import errors
 from webhook.kube import resources as r
 from webhook.kube.objects import Object
 
@@ -117,3 +118,23 @@ async def test_a_job_whose_write_keeps_failing_is_retried_after_a_growing_backof
     await world.pass_once(after=0.15)
     owned = [w for w in world.kube.objects(r.WORKLOAD) if w["metadata"].get("ownerReferences")]
     assert len(owned) == 1, "the third attempt creates the Workload"
+
+
+async def test_a_refused_admission_is_not_written_again_before_its_backoff() -> None:
+    world = World(cpu="2")
+    await world.queues()
+    await world.kube.create(r.WORKLOAD, bare_workload("a"))
+    refused = errors.Invalid("422 Invalid: rejected by a policy", status=422)
+    fault = world.kube.faults.fail_next("replace_status", resource=r.WORKLOAD, name="a", error=refused, times=2)
+
+    await world.pass_once()
+    assert fault.hits == 1
+    await world.kube.create(r.WORKLOAD, bare_workload("b"))  # something schedulable: the scheduler runs again
+    await world.pass_once(after=0.1)
+    assert world.admitted() == {"b"}, "b is admitted meanwhile"
+    assert fault.hits == 1, "a waits for its backoff"
+
+    await world.pass_once(after=0.5)
+    assert fault.hits == 2, "its backoff over, the scheduler runs again by itself and a is written again"
+    await world.pass_once(after=1.1)
+    assert world.admitted() == {"a", "b"}
