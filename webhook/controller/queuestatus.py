@@ -67,11 +67,14 @@ class QueueStatusWriter:
         batch is still being written, the next pass's status is not written (a later pass computes it again).
         ``min_interval``: statuses are computed (and written where they changed) at most once per this many
         seconds; a pass within it is skipped and ``due`` says when the next one may write. Usage and counts move
-        with every admission and finish: written at every pass, they were the largest share of our writes."""
+        with every admission and finish: written at every pass, they were the largest share of our writes. A queue
+        not seen before (just created) has its status at once, whatever the interval."""
         self._deferred = deferred
         self._interval = datetime.timedelta(seconds=min_interval)
         self._computed_at: datetime.datetime | None = None
         self._due: datetime.datetime | None = None
+        self._seen: set[tuple[str, str]] = set()  # queues whose status was computed at least once
+        self._written_at: dict[tuple[str, str], datetime.datetime] = {}
         self._batch: asyncio.Task[None] | None = None
         self._afs = admission_fair_sharing or AdmissionFairSharing()
         self._kube = kube
@@ -97,10 +100,19 @@ class QueueStatusWriter:
         """
         if self._deferred and self._batch is not None and not self._batch.done():
             return
-        if self._computed_at is not None and now - self._computed_at < self._interval:
+        queues = {("", cq.name) for cq in snapshot.cluster_queues} | {
+            (lq.namespace, lq.name) for lq in snapshot.local_queues
+        }
+        new = queues - self._seen
+        if not new and self._computed_at is not None and now - self._computed_at < self._interval:
             self._due = self._computed_at + self._interval
             return
-        self._computed_at, self._due = now, None
+        self._seen = queues
+        self._written_at = {k: t for k, t in self._written_at.items() if k in queues}
+        if not new or self._computed_at is None:
+            self._computed_at, self._due = now, None
+        else:
+            self._due = self._computed_at + self._interval  # for the others, skipped below if written lately
         # 1. What the statuses should say: counts, usage and activeness, from the core.
         self._report_lifecycle(snapshot, finished)
         counts = queuestate.count_workloads(snapshot)
@@ -299,6 +311,13 @@ class QueueStatusWriter:
         )
         if same_fields and same_active:
             return
+        key = (namespace or "", name)
+        last = self._written_at.get(key)
+        if last is not None and now - last < self._interval:
+            # Computed early for a new queue: the others keep to their interval.
+            self._due = min(self._due or (last + self._interval), last + self._interval)
+            return
+        self._written_at[key] = now
         status = dict(current) | fields
         status["conditions"] = conditions.set_condition(
             current.get("conditions"), kind="Active", status=active, reason=reason, message=message, now=now

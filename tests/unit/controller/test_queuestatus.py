@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -138,3 +138,25 @@ async def test_a_deleted_cluster_queue_leaves_no_series() -> None:
     await writer.write(snapshot([cpu_queue("a", 4)], []), NOW)
     for name in ("kueue_cluster_queue_nominal_quota", "kueue_pending_workloads", "kueue_cluster_queue_status"):
         assert {s[0]["cluster_queue"] for s in samples(metrics, name)} == {"a"}, name
+
+
+async def test_with_an_interval_a_queue_is_written_at_most_once_per_interval_but_a_new_one_at_once() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    cache = await stored(kube, (r.CLUSTER_QUEUE, cq_object("a")), (r.CLUSTER_QUEUE, cq_object("b")))
+    writer = QueueStatusWriter(kube, cache, min_interval=3.0)
+    one = admitted(workload("one", cpu=1), "a")
+    two = admitted(workload("two", cpu=1), "a")
+
+    await writer.write(snapshot([cpu_queue("a", 4)], [one]), NOW)
+    assert status_of(kube, r.CLUSTER_QUEUE, "a")["admittedWorkloads"] == 1
+    await writer.write(snapshot([cpu_queue("a", 4)], [one, two]), NOW + timedelta(seconds=1))
+    assert status_of(kube, r.CLUSTER_QUEUE, "a")["admittedWorkloads"] == 1, "within the interval: not yet"
+    assert writer.due() == NOW + timedelta(seconds=3)
+
+    await writer.write(snapshot([cpu_queue("a", 4), cpu_queue("b", 4)], [one, two]), NOW + timedelta(seconds=2))
+    assert status_of(kube, r.CLUSTER_QUEUE, "b")["admittedWorkloads"] == 0, "a new queue has its status at once"
+    assert status_of(kube, r.CLUSTER_QUEUE, "a")["admittedWorkloads"] == 1, "the others keep to their interval"
+
+    await writer.write(snapshot([cpu_queue("a", 4), cpu_queue("b", 4)], [one, two]), NOW + timedelta(seconds=3))
+    assert status_of(kube, r.CLUSTER_QUEUE, "a")["admittedWorkloads"] == 2
+    assert writer.due() is None
