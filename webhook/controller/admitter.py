@@ -475,6 +475,17 @@ class Admitter:
     async def _write_pending(self, body: Object, decision: PendingDecision, now: datetime.datetime) -> None:
         try:
             async with self._info_gate:
+                # Written in the background, a reason may come after the Workload changed: one admitted (or being
+                # admitted) meanwhile is not pending any more, and a body built on an older version would only
+                # conflict (and, landing first, make the admission conflict instead).
+                current = self._cache.workload(*decision.workload)
+                if current is None or decision.workload in self.reservations or wl_life.holds_quota(current):
+                    return
+                if _version(current) != _version(body):
+                    fresh = wl_life.pending(current, reason=decision.reason, message=decision.message, now=now)
+                    if fresh is None:
+                        return
+                    body = fresh
                 written = await self._kube.replace_status(WORKLOAD, body)
         except errors.KubeError:
             return  # a reason is information; the next pass writes it again
