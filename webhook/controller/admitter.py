@@ -74,10 +74,14 @@ class Admitter:
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
         deferred: bool = False,
+        min_spacing: float = 0.0,
     ) -> None:
         """``deferred``: what is only information (events, pending reasons) is written in the background, so a
         pass (and the next admission) never waits for it; a pass that finds the previous pending reasons still
-        being written leaves them to a later pass."""
+        being written leaves them to a later pass. ``min_spacing``: seconds from one scheduling to the next at
+        least, and at least as long as the last one took (changes in between are scheduled together)."""
+        self._min_spacing = min_spacing
+        self._spaced_at: datetime.datetime | None = None
         self._deferred = deferred
         self._pending_task: asyncio.Task[None] | None = None
         self._kube = kube
@@ -224,8 +228,10 @@ class Admitter:
         changed (a Workload added, requeued, freed quota or changed otherwise than by our own admission; a queue,
         flavor, cohort or namespace), a requeue backoff ended, or ``invalidate`` was called. With fair sharing
         (whose shares move with every admission) always."""
-        if not self._gated or self._dirty or self._last_result is None:
+        if not self._gated or self._last_result is None:
             return True
+        if self._dirty:
+            return self._spaced_at is None or now >= self._spaced_at
         due = self.due()
         return due is not None and now >= due
 
@@ -237,7 +243,8 @@ class Admitter:
         """When a requeue backoff of a pending Workload, or a refused admission's, ends (the next pass must
         schedule then)."""
         retry = self._admit_retries.next_retry()
-        return min((t for t in (self._requeue_due, retry) if t is not None), default=None)
+        spaced = self._spaced_at if self._dirty else None
+        return min((t for t in (self._requeue_due, retry, spaced) if t is not None), default=None)
 
     def _namespaces(self) -> list[Object]:
         return list(self._cache.items(NAMESPACE))
@@ -297,6 +304,11 @@ class Admitter:
         result = schedule(
             snapshot, now=now, fair_sharing=self._fair_sharing, admission_fair_sharing=self._admission_fair_sharing
         )
+        if self._min_spacing:
+            # The next pass schedules no sooner than this one took (at least ``min_spacing``): under a stream of
+            # changes, scheduling on every one kept the loop busy re-deciding what had barely changed.
+            spacing = max(self._min_spacing, time.perf_counter() - started)
+            self._spaced_at = now + datetime.timedelta(seconds=spacing)
         self.schedules += 1
         self._last_result = result
         self._requeue_due = self._next_requeue(result, now)

@@ -83,6 +83,7 @@ class Reconciler:
         admission_fair_sharing: AdmissionFairSharing | None = None,
         full_resync_seconds: float = 30.0,
         queue_status_interval: float = 3.0,
+        schedule_spacing: float = 0.02,
     ) -> None:
         self._cache = cache
         self._full_resync = datetime.timedelta(seconds=full_resync_seconds)
@@ -124,6 +125,7 @@ class Reconciler:
             fair_sharing=fair_sharing,
             admission_fair_sharing=admission_fair_sharing,
             deferred=True,
+            min_spacing=schedule_spacing,
         )
         self.queue_status = QueueStatusWriter(
             kube,
