@@ -44,6 +44,7 @@ from webhook.core.decisions import (
     SchedulingResult,
     admission_status,
 )
+from webhook.core.demand import DemandCache
 from webhook.core.fairsharing import FairSharing
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
@@ -81,6 +82,7 @@ class Admitter:
         being written leaves them to a later pass. ``min_spacing``: seconds from one scheduling to the next at
         least, and at least as long as the last one took (changes in between are scheduled together)."""
         self._min_spacing = min_spacing
+        self._demands = DemandCache()  # kept from pass to pass: most Workloads are the same objects as last time
         self._spaced_at: datetime.datetime | None = None
         self._deferred = deferred
         self._pending_task: asyncio.Task[None] | None = None
@@ -301,8 +303,14 @@ class Admitter:
             return snapshot, self._last_result
         self._dirty = False
         self._admit_retries.take(now)  # the refused admissions whose backoff ended may be written again
+        if len(self._demands) > 2 * len(snapshot.workloads) + 1_000:
+            self._demands = DemandCache()  # what it holds is mostly of Workloads gone or changed
         result = schedule(
-            snapshot, now=now, fair_sharing=self._fair_sharing, admission_fair_sharing=self._admission_fair_sharing
+            snapshot,
+            now=now,
+            fair_sharing=self._fair_sharing,
+            admission_fair_sharing=self._admission_fair_sharing,
+            demands=self._demands,
         )
         if self._min_spacing:
             # The next pass schedules no sooner than this one took (at least ``min_spacing``): under a stream of

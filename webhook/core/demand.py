@@ -51,12 +51,25 @@ def pod_set_demand(pod_set: PodSet) -> PodSetDemand:
 
 
 class DemandCache:
-    """Builds each distinct demand once per pass; thousands of identical workloads share one ``Demand``."""
+    """Builds each distinct demand once; thousands of identical workloads share one ``Demand``.
+
+    It may be kept from pass to pass (``schedule(demands=...)``): a Workload read once and unchanged since keeps
+    its ``pod_sets`` tuple, whose demand is then found by identity, without building its key again.
+    """
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[object, ...], Demand] = {}
+        # id(pod_sets) -> (pod_sets, demand): the tuple is held, so its id cannot be reused while it is here.
+        self._by_pod_sets: dict[int, tuple[tuple[PodSet, ...], Demand]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_pod_sets)
 
     def of(self, workload: Workload) -> Demand:
+        pod_sets = workload.pod_sets
+        hit = self._by_pod_sets.get(id(pod_sets))
+        if hit is not None and hit[0] is pod_sets:
+            return hit[1]
         key = tuple(
             (
                 p.name,
@@ -71,6 +84,7 @@ class DemandCache:
         demand = self._by_key.get(key)
         if demand is None:
             demand = self._by_key[key] = Demand(tuple(PodSetDemand(*k) for k in key))
+        self._by_pod_sets[id(pod_sets)] = (pod_sets, demand)
         return demand
 
 

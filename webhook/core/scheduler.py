@@ -97,14 +97,20 @@ def schedule(
     now: datetime,
     fair_sharing: FairSharing | None = None,
     admission_fair_sharing: AdmissionFairSharing | None = None,
+    demands: DemandCache | None = None,
 ) -> SchedulingResult:
-    """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot."""
-    return _Pass(snapshot, now, fair_sharing or FairSharing(), admission_fair_sharing or AdmissionFairSharing()).run()
+    """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot. ``demands``:
+    a cache of the workloads' demands kept by the caller from pass to pass (a fresh one otherwise)."""
+    fair, afs = fair_sharing or FairSharing(), admission_fair_sharing or AdmissionFairSharing()
+    return _Pass(snapshot, now, fair, afs, demands if demands is not None else DemandCache()).run()
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot, now: datetime, fair: FairSharing, afs: AdmissionFairSharing) -> None:
+    def __init__(
+        self, snapshot: Snapshot, now: datetime, fair: FairSharing, afs: AdmissionFairSharing, demands: DemandCache
+    ) -> None:
         self.now = now
+        self.demands = demands
         self.fair = fair
         self.flavors = {f.name: f for f in snapshot.flavors}
         cqs = sorted(snapshot.cluster_queues, key=lambda c: c.name)
@@ -173,7 +179,7 @@ class _Pass:
 
     def _enqueue_pending(self, workloads: list[Workload]) -> None:
         """3. Pending workloads into their queues, or straight to a pending reason when they cannot queue."""
-        demands = DemandCache()
+        demands = self.demands
         resolved: dict[tuple[str, str], _Queue | tuple[str | None, tuple[str, str]]] = {}
         for wl in workloads:
             if wl.admission is not None or not wl.pending:

@@ -26,7 +26,7 @@ from webhook.api.flavor import Taint, Toleration
 from webhook.api.selector import LabelSelector, Requirement
 from webhook.api.workload import Workload
 from webhook.core.decisions import SchedulingResult, admission_status
-from webhook.core.demand import total_requests, workload_demand
+from webhook.core.demand import DemandCache, total_requests, workload_demand
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
 
@@ -361,3 +361,17 @@ def test_pods_resource_counts_one_per_pod() -> None:
     result = run([cq], [workload("a", pod_set(count=2, cpu=1)), workload("b", pod_set(count=2, cpu=1), age=1)])
     assert names(result) == ["a"]
     assert result.admitted[0].pod_sets[0].resource_usage == {"cpu": q(2), "pods": q(2)}
+
+
+def test_a_demand_cache_kept_from_pass_to_pass_decides_as_a_fresh_one() -> None:
+    # The same Workload objects in two passes (as the reconciler keeps them), the second after quota was used.
+    waiting = [workload(f"w{i}", cpu=c, age=i) for i, c in enumerate((1, 2, 1, 3))]
+    demands = DemandCache()
+    first = schedule(snapshot([cpu_queue("main", 3)], waiting), now=NOW, demands=demands)
+    assert len(demands) == len(waiting)
+    held = [admitted(w, "main") for w in waiting if any(a.workload == w.key for a in first.admitted)]
+    rest = [w for w in waiting if all(a.workload != w.key for a in first.admitted)]
+    second = snapshot([cpu_queue("main", 5)], held + rest)
+    assert schedule(second, now=NOW, demands=demands) == schedule(second, now=NOW)
+    copy = replace(rest[0], name="copy", pod_sets=tuple(list(rest[0].pod_sets)))
+    assert demands.of(rest[0]) is demands.of(copy), "equal demands are one object"
