@@ -99,6 +99,13 @@ class Metrics:
             ("result", _ROLE),
             registry=r,
         )
+        self._passes = Counter(
+            "turnstile_reconciler_passes_total",
+            "Passes of the reconciler's loop; a pass schedules (an admission attempt) only when something "
+            "schedulable changed.",
+            (_ROLE,),
+            registry=r,
+        )
         self._attempt_duration = Histogram(
             "kueue_admission_attempt_duration_seconds",
             "Latency of an admission attempt, by result.",
@@ -287,6 +294,9 @@ class Metrics:
         """One scheduling cycle: ``success`` if it admitted at least one workload."""
         self._attempts.labels(result, self._role).inc()
         self._attempt_duration.labels(result, self._role).observe(seconds)
+
+    def reconciler_pass(self) -> None:
+        self._passes.labels(self._role).inc()
 
     def quota_reserved(self, cluster_queue: str, wait_seconds: float) -> None:
         self._record(cluster_queue, self._quota_reserved_total).inc()

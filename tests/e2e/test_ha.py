@@ -40,7 +40,7 @@ SEED = 7
 LEASE_DURATION = 6.0  # LocalTurnstile's leaderElection.leaseDuration
 TAKEOVER_SLACK = 4.0  # one retry period to notice, one to acquire, process scheduling on a busy machine
 ROLE = re.compile(r'^kueue_build_info\{[^}]*replica_role="(\w+)"[^}]*\} 1\.0$', re.MULTILINE)
-ATTEMPTS = re.compile(r"^kueue_admission_attempts_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
+PASSES = re.compile(r"^turnstile_reconciler_passes_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
 
 
 def role(replica: LocalTurnstile) -> str | None:
@@ -55,9 +55,10 @@ def role(replica: LocalTurnstile) -> str | None:
 
 
 def passes(replica: LocalTurnstile) -> float:
-    """Scheduling passes the replica has run since it started (it counts one admission attempt per pass)."""
+    """Reconciler passes the replica has run since it started (a pass schedules only when something
+    schedulable changed, so admission attempts no longer count passes)."""
     try:
-        return sum(float(v) for v in ATTEMPTS.findall(replica.metrics()))
+        return sum(float(v) for v in PASSES.findall(replica.metrics()))
     except (urllib.error.URLError, OSError):
         return 0.0
 

@@ -86,6 +86,7 @@ class Reconciler:
         schedule_spacing: float = 0.02,
     ) -> None:
         self._cache = cache
+        self._metrics = metrics
         self._full_resync = datetime.timedelta(seconds=full_resync_seconds)
         self._last_full: datetime.datetime | None = None
         self._workload_wakes: dict[ObjectKey, datetime.datetime] = {}
@@ -201,6 +202,8 @@ class Reconciler:
         except errors.KubeError as exc:
             log.warning("queue finalizers: %s", exc)
         self.passes += 1
+        if self._metrics is not None:
+            self._metrics.reconciler_pass()
         retries = (q.next_retry() for q in self._router.queues())
         return min(
             (
