@@ -9,6 +9,12 @@ For each group of managed pods (a single pod is a group of one), in order:
 4. running without admission (evicted, say) → the group's pods that still run are deleted (pods cannot be
    suspended; a StatefulSet makes them again, gated, and its Workload is kept for them), then an evicted
    Workload's quota is released, once none of its deleted pods still runs on its node (as Kueue waits).
+A group whose pods' controller is a kind that sizes its group (a StatefulSet: ``registry.group_owners``) takes its
+size and queue from the live object, not from what its template stamped on the pods (``kubectl scale`` goes
+through /scale, which no webhook sees): the queue label goes down to its pods (Kueue's ``syncQueueLabel``), a pending
+Workload follows the size and the queue, and an admitted one of another size is evicted (``Resized``) and queued
+again at the new size, since an admitted Workload's pod sets are fixed; scaled to zero with no pod left, a
+Workload the owner kept (step 4) is deleted.
 Steps 2-4 are the state machine every kind shares (``webhook.jobs.steps``, as ``JobSync``'s steps 3-7): only what
 they mean for pods is here. Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
@@ -18,21 +24,24 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from webhook.api.constants import QUEUE_NAME_LABEL
 from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
-from webhook.jobs import pod_group
+from webhook.controller.watches import resource_of
+from webhook.jobs import pod_group, registry
 from webhook.jobs import workload as wl_life
+from webhook.jobs.adapter import PodOwnerAdapter
 from webhook.jobs.podset import PodSetMergeError, podset_infos
 from webhook.jobs.priority import resolve
 from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object
-from webhook.kube.resources import POD, WORKLOAD
+from webhook.kube.objects import Object, ObjectKey, labels_of
+from webhook.kube.resources import POD, WORKLOAD, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
@@ -43,14 +52,82 @@ def _idle(leaving: bool) -> JobState:
     return JobState(done=False, waiting=False, running=False, active_pods=leaving)
 
 
+class _Owner:
+    """The live object a group's pods belong to, when its kind sizes the group (a StatefulSet)."""
+
+    def __init__(self, adapter: PodOwnerAdapter, obj: Object) -> None:
+        self.adapter = adapter
+        self.obj = obj
+        self.size = adapter.group_size(obj)
+        self.queue = labels_of(obj).get(QUEUE_NAME_LABEL, "")
+
+
 class PodGroupSync:
     def __init__(
-        self, kube: Kube, cache: ClusterCache, *, events: EventRecorder, track_pods_ready: bool = False
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        events: EventRecorder,
+        track_pods_ready: bool = False,
+        frameworks: Iterable[str] = (pod_group.ADAPTER.framework,),
     ) -> None:
         self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
         self._kube = kube
         self._cache = cache
         self._events = events
+        self._owners: dict[tuple[str, str], tuple[PodOwnerAdapter, Resource]] = {
+            (a.kind.group, a.kind.kind): (a, resource_of(a)) for a in registry.group_owners(frameworks)
+        }
+
+    @property
+    def owner_resources(self) -> tuple[Resource, ...]:
+        """The kinds whose live objects size their pods' groups (watched, read only)."""
+        return tuple(resource for _, resource in self._owners.values())
+
+    def scaled_to_zero(self) -> list[Object]:
+        """The owners scaled to zero whose group has no pod left but whose Workload they keep (step 4's keeper)."""
+        found: list[Object] = []
+        for adapter, resource in self._owners.values():
+            for obj in self._cache.items(resource):
+                meta = obj.get("metadata") or {}
+                namespace = meta.get("namespace", "")
+                group = adapter.pod_group(obj, namespace)
+                if not group or adapter.group_size(obj) != 0 or self._cache.pod_group(namespace, group):
+                    continue
+                workload = self._cache.workload(namespace, group)
+                owners = ((workload or {}).get("metadata") or {}).get("ownerReferences") or []
+                if any(o.get("uid") == meta.get("uid") for o in owners):
+                    found.append(obj)
+        return found
+
+    async def let_go(self, owner: Object) -> None:
+        """Scaled to zero before its pods came back: nothing of the group runs or waits, so the Workload it kept goes
+        (it would otherwise be admitted and hold quota for pods that will not come)."""
+        for workload in self._cache.workloads_owned_by(str((owner.get("metadata") or {}).get("uid") or "")):
+            meta = workload["metadata"]
+            with contextlib.suppress(errors.NotFound, errors.Conflict):
+                await self._kube.delete(WORKLOAD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+            self._cache.forget(WORKLOAD, ObjectKey(meta["namespace"], meta["name"]))
+            log.info("deleted the Workload of a pod group scaled to zero", extra=object_fields(workload))
+
+    def _owner(self, pods: Sequence[Object]) -> _Owner | None:
+        """The live object sizing this group: the controller all its pods share, if its kind sizes groups and it
+        names this group (a reference alone is not trusted: the object must exist with that uid)."""
+        ref = pod_group.controller_of(pods)
+        if ref is None:
+            return None
+        entry = self._owners.get((str(ref.get("apiVersion", "")).rpartition("/")[0], str(ref.get("kind", ""))))
+        if entry is None:
+            return None
+        adapter, resource = entry
+        namespace = (pods[0].get("metadata") or {}).get("namespace", "")
+        obj = self._cache.get(resource, ObjectKey(namespace, str(ref.get("name", ""))))
+        if obj is None or (obj.get("metadata") or {}).get("uid") != ref.get("uid"):
+            return None
+        if adapter.pod_group(obj, namespace) != pod_group.group_of(pods[0]):
+            return None
+        return _Owner(adapter, obj)
 
     def groups(self) -> list[list[Object]]:
         by_workload: dict[tuple[str, str], list[Object]] = {}
@@ -70,16 +147,21 @@ class PodGroupSync:
                 await self._write_status(wl_life.released(workload, now=now))
             return
         done, succeeded = pod_group.finished(pods)
+        owner = self._owner(pods)
+        if owner is not None and await self._sync_queue_label(pods, owner):
+            return  # the next pass sees the pods with their owner's queue
 
         # 1. The Workload, once the group is complete.
         if workload is None:
-            if not done and pod_group.ready_for_workload(pods):
-                await self._create(pods)
+            if not done and pod_group.ready_for_workload(pods) and (owner is None or owner.size > 0):
+                await self._create(pods, size=None if owner is None else owner.size)
             return
         if wl_life.is_finished(workload):
             return  # (the shared state machine would say CLOSED: a pod group has no finalizer to drop)
         if newcomers := pod_group.unowned(pods, workload):
             workload = await self._adopt(workload, pods, newcomers)
+        if owner is not None:
+            workload = await self._follow(workload, owner, now)
 
         # 2-4: the state machine every kind shares (webhook.jobs.steps); gating is how pods are suspended.
         running = pod_group.running(pods)
@@ -126,7 +208,52 @@ class PodGroupSync:
         if wl_life.is_evicted(workload) and wl_life.holds_quota(workload) and not leaving:
             await self._write_status(wl_life.released(workload, now=now))
 
-    async def _create(self, pods: Sequence[Object]) -> None:
+    async def _sync_queue_label(self, pods: Sequence[Object], owner: _Owner) -> bool:
+        """The owner's queue goes down to its pods (its webhook changes it only while the group waits, and its
+        template's label only reaches pods made later); True when a pod was changed."""
+        if not owner.queue or owner.size == 0:
+            return False
+        changed = False
+        for pod in pods:
+            if labels_of(pod).get(QUEUE_NAME_LABEL) != owner.queue:
+                meta = pod["metadata"]
+                body = {"metadata": {"labels": {QUEUE_NAME_LABEL: owner.queue}}}
+                with contextlib.suppress(errors.NotFound):
+                    self._cache.observe(
+                        POD, await self._kube.patch(POD, meta["name"], body, namespace=meta["namespace"])
+                    )
+                    changed = True
+        return changed
+
+    async def _follow(self, workload: Object, owner: _Owner, now: datetime.datetime) -> Object:
+        """The Workload follows its owner's size and queue: updated while pending; admitted at another size, it is
+        evicted (its pod sets are fixed while it holds quota) and, once its pods are stopped, queued again."""
+        count = pod_group.count_of(workload)
+        queue = str((workload.get("spec") or {}).get("queueName") or "")
+        if owner.size == 0 or (count == owner.size and queue == (owner.queue or queue)):
+            return workload
+        if not wl_life.holds_quota(workload):
+            result = await self._kube.replace(
+                WORKLOAD, pod_group.resized(workload, size=owner.size, queue=owner.queue or queue)
+            )
+            self._cache.observe(WORKLOAD, result)
+            message = (
+                f"Workload follows its {owner.adapter.kind.kind}: {owner.size} pods in queue {owner.queue or queue}"
+            )
+            await self._events.record(owner.obj, type="Normal", reason="UpdatedWorkload", message=message, now=now)
+            return result
+        if count == owner.size or wl_life.is_evicted(workload):
+            return workload
+        kind, name = owner.adapter.kind.kind, owner.obj["metadata"]["name"]
+        message = f"{kind} {name} scaled from {count} to {owner.size} pods: queued again for the new size"
+        result = await self._kube.replace_status(
+            WORKLOAD, wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now)
+        )
+        self._cache.observe(WORKLOAD, result)
+        await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
+        return result
+
+    async def _create(self, pods: Sequence[Object], *, size: int | None = None) -> None:
         first = pods[0]
         priority = resolve(
             first,
@@ -136,7 +263,7 @@ class PodGroupSync:
             priority_classes=self._cache.priority_classes(),
             template_spec=pod_group.ADAPTER.priority_template(first),
         )
-        body = pod_group.workload_for(pods, priority=priority.value)
+        body = pod_group.workload_for(pods, priority=priority.value, size=size)
         if priority.class_name and priority.source:
             body["spec"]["priorityClassRef"] = priority_class_ref_wire(priority.source, priority.class_name)
         try:
@@ -176,8 +303,10 @@ class PodGroupSync:
         group's Workload across its pods' replacement."""
         keeper = pod_group.controller_of(group)
         gone = {(p.get("metadata") or {}).get("uid") for p in stopping}
+        # Owners that stay: pods of the group not being stopped (pods deleted already, by a scale-down say, do not).
+        staying = {(p.get("metadata") or {}).get("uid") for p in group} - gone
         owners = list((workload.get("metadata") or {}).get("ownerReferences") or [])
-        if keeper is None or any(o.get("uid") not in gone for o in owners):
+        if keeper is None or any(o.get("uid") in staying or o.get("uid") == keeper["uid"] for o in owners):
             return workload
         meta = workload["metadata"]
         result = await self._kube.patch(

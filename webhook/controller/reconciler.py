@@ -100,7 +100,7 @@ class Reconciler:
             for adapter in registry.suspendable(enabled)
         ]
         self.pods = (
-            PodGroupSync(kube, cache, events=recorder, track_pods_ready=tracking)
+            PodGroupSync(kube, cache, events=recorder, track_pods_ready=tracking, frameworks=enabled)
             if any(a.managed_through_pods and not a.pod_owner for a in registry.enabled(enabled))
             else None
         )
@@ -123,7 +123,10 @@ class Reconciler:
         self.finalizers = QueueFinalizers(kube, cache)
         # Changes that concern single Workloads (their own, their job's, a pod's); any other kind's change (a
         # queue, a flavor, a namespace...) can concern every Workload, so it makes step 2 a full pass.
-        self._per_object: frozenset[Resource] = frozenset({WORKLOAD, POD, *(k.resource for k in self.job_kinds)})
+        owners = self.pods.owner_resources if self.pods is not None else ()
+        self._per_object: frozenset[Resource] = frozenset(
+            {WORKLOAD, POD, *(k.resource for k in self.job_kinds), *owners}
+        )
         self.passes = 0
         self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)
 
@@ -156,6 +159,7 @@ class Reconciler:
         if self.pods is not None:
             pods = self.pods
             await self._each(pods.groups(), lambda group: pods.sync(group, now))
+            await self._each(pods.scaled_to_zero(), pods.let_go)
         workloads = self._workloads_to_sync(now)
         wakes = await self._each(workloads, lambda wl: self.workloads.sync(wl, now))
         for obj, due in zip(workloads, wakes, strict=True):
