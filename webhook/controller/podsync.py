@@ -15,8 +15,9 @@ through /scale, which no webhook sees): the queue label goes down to its pods (K
 Workload follows the size and the queue, and an admitted one of another size is evicted (``Resized``) and queued
 again at the new size, since an admitted Workload's pod sets are fixed; scaled to zero with no pod left, a
 Workload the owner kept (step 4) is deleted.
-Steps 2-4 are the state machine every kind shares (``webhook.jobs.steps``, as ``JobSync``'s steps 3-7): only what
-they mean for pods is here. Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
+Steps 2-4 are the state machine every kind shares, taken by ``webhook.controller.statemachine`` (as ``JobSync``'s
+steps 3-7): here is only what each step does to pods (``_Gated``, the gate-per-pod mechanism) and step 1.
+Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ from webhook.api.constants import QUEUE_NAME_LABEL
 from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
+from webhook.controller.statemachine import StateMachine
 from webhook.controller.watches import resource_of
 from webhook.jobs import pod_group, registry
 from webhook.jobs import workload as wl_life
-from webhook.jobs.adapter import PodOwnerAdapter
-from webhook.jobs.podset import PodSetMergeError, podset_infos
-from webhook.jobs.priority import resolve
+from webhook.jobs.adapter import Finish, PodOwnerAdapter
+from webhook.jobs.podset import PodSetInfo
 from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
@@ -72,10 +73,10 @@ class PodGroupSync:
         track_pods_ready: bool = False,
         frameworks: Iterable[str] = (pod_group.ADAPTER.framework,),
     ) -> None:
-        self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
         self._kube = kube
         self._cache = cache
         self._events = events
+        self._machine = StateMachine(kube, cache, events=events, track_pods_ready=track_pods_ready)
         self._owners: dict[tuple[str, str], tuple[PodOwnerAdapter, Resource]] = {
             (a.kind.group, a.kind.kind): (a, resource_of(a)) for a in registry.group_owners(frameworks)
         }
@@ -146,7 +147,7 @@ class PodGroupSync:
             if workload is not None and next_step(workload, _idle(leaving)) is Step.GIVE_BACK:
                 await self._write_status(wl_life.released(workload, now=now))
             return
-        done, succeeded = pod_group.finished(pods)
+        done, _ = pod_group.finished(pods)
         owner = self._owner(pods)
         if owner is not None and await self._sync_queue_label(pods, owner):
             return  # the next pass sees the pods with their owner's queue
@@ -163,27 +164,8 @@ class PodGroupSync:
         if owner is not None:
             workload = await self._follow(workload, owner, now)
 
-        # 2-4: the state machine every kind shares (webhook.jobs.steps); gating is how pods are suspended.
-        running = pod_group.running(pods)
-        waiting = any(pod_group.is_gated(p) for p in pods)
-        state = JobState(done=done, waiting=waiting, running=bool(running), active_pods=bool(running) or leaving)
-        step = next_step(workload, state)
-        if step is Step.FINISH:
-            # 2. Finished.
-            message = "All pods succeeded" if succeeded else "Some pods failed"
-            await self._write_status(wl_life.finished(workload, succeeded=succeeded, message=message, now=now))
-        elif step is Step.RELEASE:
-            # 3. Admitted: ungate.
-            await self._release(pods, workload, now)
-        elif step is Step.TRACK:
-            if self._track_pods_ready:
-                body = wl_life.pods_ready(workload, ready=pod_group.pods_ready(pods, workload), now=now)
-                if body is not None:
-                    await self._write_status(body)
-        elif step is Step.STOP:
-            await self._stop(workload, pods, running, leaving=leaving, now=now)
-        elif step is Step.GIVE_BACK:
-            await self._write_status(wl_life.released(workload, now=now))
+        # 2-4: the state machine every kind shares; gating is how pods are suspended.
+        await self._machine.take_step(workload, _Gated(self, pods, leaving=leaving), now)
 
     async def _stop(
         self,
@@ -246,53 +228,29 @@ class PodGroupSync:
             return workload
         kind, name = owner.adapter.kind.kind, owner.obj["metadata"]["name"]
         message = f"{kind} {name} scaled from {count} to {owner.size} pods: queued again for the new size"
-        result = await self._kube.replace_status(
-            WORKLOAD, wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now)
-        )
-        self._cache.observe(WORKLOAD, result)
+        result = await self._write_status(wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now))
         await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
         return result
 
     async def _create(self, pods: Sequence[Object], *, size: int | None = None) -> None:
         first = pods[0]
-        priority = resolve(
-            first,
-            workload_priority_classes={
-                (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
-            },
-            priority_classes=self._cache.priority_classes(),
-            template_spec=pod_group.ADAPTER.priority_template(first),
-        )
+        priority = self._machine.priority(first, template_spec=pod_group.ADAPTER.priority_template(first))
         body = pod_group.workload_for(pods, priority=priority.value, size=size)
         if priority.class_name and priority.source:
             body["spec"]["priorityClassRef"] = priority_class_ref_wire(priority.source, priority.class_name)
-        try:
-            created = await self._kube.create(WORKLOAD, body)
-        except errors.AlreadyExists:
-            return
-        self._cache.observe(WORKLOAD, created)
-        message = f"Created Workload: {created['metadata']['name']}"
-        for pod in pods:
-            await self._events.record(pod, type="Normal", reason="CreatedWorkload", message=message)
+        await self._machine.create_workload(body, subjects=pods)
 
-    async def _release(self, pods: Sequence[Object], workload: Mapping[str, Any], now: datetime.datetime) -> None:
-        admission = (workload.get("status") or {}).get("admission") or {}
-        flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
-        try:
-            infos = podset_infos(admission, flavors)
-        except PodSetMergeError as exc:
-            await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
-            return
+    async def _release(
+        self, pods: Sequence[Object], workload: Mapping[str, Any], infos: Mapping[str, PodSetInfo]
+    ) -> None:
+        """3. Admitted: the gated pods, up to each PodSet's count, ungated with the flavors (``PodSetMergeError``
+        when a pod's node selector conflicts with them)."""
+        cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         for pod in pod_group.releasable(pods, workload):
             meta = pod["metadata"]
-            try:
-                patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
-            except ValueError as exc:
-                await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
-                return
+            patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
             result = await self._kube.patch(POD, meta["name"], patch, namespace=meta["namespace"])
             self._cache.observe(POD, result)
-            cq = admission.get("clusterQueue", "")
             await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
         log.debug("pod group released", extra=object_fields(dict(workload)))
 
@@ -329,6 +287,43 @@ class PodGroupSync:
         self._cache.observe(WORKLOAD, result)
         return result
 
-    async def _write_status(self, workload: Object) -> None:
-        result = await self._kube.replace_status(WORKLOAD, workload)
-        self._cache.observe(WORKLOAD, result)
+    async def _write_status(self, workload: Object) -> Object:
+        return await self._machine.write_status(workload)
+
+
+class _Gated:
+    """The mechanism of pods gated one by one, for one group: what each step of the state machine does to it
+    (released is ungated; stopped is deleted, since pods cannot be suspended; nothing to restore)."""
+
+    def __init__(self, sync: PodGroupSync, pods: Sequence[Object], *, leaving: bool) -> None:
+        self._sync = sync
+        self._pods = pods
+        self._leaving = leaving
+        self._running = pod_group.running(pods)
+        self._done, self._succeeded = pod_group.finished(pods)
+        waiting = any(pod_group.is_gated(p) for p in pods)
+        running = bool(self._running)
+        self.state = JobState(done=self._done, waiting=waiting, running=running, active_pods=running or leaving)
+        self.subjects = pods
+
+    def ended(self) -> Finish:
+        message = "All pods succeeded" if self._succeeded else "Some pods failed"
+        return Finish(done=self._done, succeeded=self._succeeded, message=message)
+
+    async def let_go(self, workload: Object) -> None:
+        return None  # a pod group holds no finalizer on its Workload
+
+    async def restore(self, workload: Object) -> None:
+        return None  # a deleted pod is made again from its owner's template: nothing of the flavor stays
+
+    async def fits(self, workload: Object, now: datetime.datetime) -> bool:
+        return True  # pods beyond an admitted count are not released (``pod_group.releasable``)
+
+    async def release(self, workload: Object, infos: Mapping[str, PodSetInfo], now: datetime.datetime) -> None:
+        await self._sync._release(self._pods, workload, infos)
+
+    def pods_ready(self, workload: Object) -> bool:
+        return pod_group.pods_ready(self._pods, workload)
+
+    async def stop(self, workload: Object, now: datetime.datetime) -> None:
+        await self._sync._stop(workload, self._pods, self._running, leaving=self._leaving, now=now)

@@ -32,7 +32,7 @@ from webhook.api.constants import (
 )
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
-from webhook.jobs.podset import PodSetInfo
+from webhook.jobs.podset import PodSetInfo, PodSetMergeError
 
 JSON = dict[str, Any]
 
@@ -193,7 +193,9 @@ def release_patch(pod: Mapping[str, Any], info: PodSetInfo | None) -> JSON:
         selector = dict(spec.get("nodeSelector") or {})
         for key, value in info.node_selector.items():
             if selector.get(key, value) != value:
-                raise ValueError(f"nodeSelector {key}={selector[key]!r} conflicts with the admitted flavor's {value!r}")
+                raise PodSetMergeError(
+                    f"nodeSelector {key}={selector[key]!r} conflicts with the admitted flavor's {value!r}"
+                )
             selector[key] = value
         if selector:
             new_spec["nodeSelector"] = selector
