@@ -166,6 +166,10 @@ class PodGroupSync:
 
         # 2-4: the state machine every kind shares; gating is how pods are suspended.
         await self._machine.take_step(workload, _Gated(self, pods, leaving=leaving), now)
+        if owner is not None and (latest := self._cache.workload(namespace, workload["metadata"]["name"])):
+            # Its quota just went back (evicted as resized, say): the new size now, before the scheduler's turn
+            # in this same pass could admit it again at the old one.
+            await self._follow(latest, owner, now)
 
     async def _stop(
         self,

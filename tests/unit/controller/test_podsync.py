@@ -363,6 +363,7 @@ async def test_an_admitted_statefulset_group_scaled_up_is_stopped_and_queued_aga
     assert world.pods() == {}  # pods cannot be resized in place: they go, and the quota with them
     assert not wl_life.holds_quota(evicted)
     assert conditions.is_true(evicted, c.COND_REQUEUED)
+    assert counts(evicted) == [3]  # in the same pass: the scheduler's turn comes next, it must not see two
     # The StatefulSet makes web-0 again: gated, its Workload pending for three, then admitted for three.
     await sts_pod(world, sts, "web-0", stamped=2)
     await world.pass_once()
