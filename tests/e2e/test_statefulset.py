@@ -307,20 +307,33 @@ def test_kubectl_scale_of_an_admitted_statefulset_queues_its_group_again_at_the_
     eventually(lambda: _cpu_in_use(cluster, cq) == "1", what="1 cpu in use")
 
 
-def test_created_with_zero_replicas_then_kubectl_scaled_up_and_down_its_group_follows(
+def test_created_with_zero_replicas_then_kubectl_scaled_up_requeued_and_down_its_group_follows(
     cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
 ) -> None:
     """Created with 0 replicas, its pods still form a group the pod webhook accepts; ``kubectl scale`` to 2 queues
-    a Workload for 2, and back to 0 removes it and its quota."""
-    cq, fl = f"cq-{namespace}", f"fl-{namespace}"
-    apply(cluster, flavor(fl, node_labels=SELECTOR), cluster_queue(cq, flavors={fl: {"cpu": "2"}}))
-    apply(cluster, local_queue(namespace, "q", cq))
+    a Workload for 2; moved to another queue while it waits, its gated pod and its Workload follow (Kueue's
+    syncQueueLabel); back to 0, the Workload and its quota go."""
+    cq, fl, empty = f"cq-{namespace}", f"fl-{namespace}", f"empty-{namespace}"
+    apply(
+        cluster,
+        flavor(fl, node_labels=SELECTOR),
+        cluster_queue(cq, flavors={fl: {"cpu": "2"}}),
+        cluster_queue(empty, flavors={fl: {"cpu": "0"}}),
+    )
+    apply(cluster, local_queue(namespace, "q", empty), local_queue(namespace, "q2", cq))
     group = group_name(namespace, "web")
     create(cluster, _statefulset(namespace, "web", 0))
     assert maybe_get(cluster, WORKLOAD, group, namespace) is None
 
     cluster.kubectl("scale", "statefulset", "web", "-n", namespace, "--replicas=2")
-    eventually(lambda: _admitted_for(cluster, namespace, group, 2), what="the Workload admitted for 2")
+    waiting = eventually(lambda: maybe_get(cluster, WORKLOAD, group, namespace), what="the Workload")
+    assert [ps["count"] for ps in waiting["spec"]["podSets"]] == [2]
+    assert not is_true(waiting, "Admitted")  # its queue has no quota
+
+    patch(cluster, "statefulset", "web", {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q2"}}}, namespace)
+    eventually(lambda: _admitted_for(cluster, namespace, group, 2), what="the Workload admitted for 2 in q2")
+    assert get(cluster, WORKLOAD, group, namespace)["spec"]["queueName"] == "q2"
+    assert _pods(cluster, namespace, "web")["web-0"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q2"
     _run_in_order(cluster, namespace, 2)
     eventually(lambda: _cpu_in_use(cluster, cq) == "2", what="2 cpu in use")
 
