@@ -2,9 +2,10 @@
 
 Decoding checks the envelope the API server promises (apiVersion, kind, a request with a uid, kind, operation
 and objects of the right shapes) and raises ``MalformedReview`` for anything else; the route turns that into
-HTTP 400 with the reason. Encoding follows what the API server verifies: the uid echoed, the exact
-apiVersion/kind, a base64 JSONPatch with ``patchType: JSONPatch`` only on mutating responses, never a patch on
-validating ones. Must not: apply any policy.
+HTTP 400 with the reason. Each object is decoded once into the typed ``KubeObject`` the rules read by name
+(its metadata, a Pod's gates), next to the object as sent, which the kinds' adapters and the patch read.
+Encoding follows what the API server verifies: the uid echoed, the exact apiVersion/kind, a base64 JSONPatch with
+``patchType: JSONPatch`` only on mutating responses, never a patch on validating ones. Must not: apply any policy.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
+import msgspec
 import orjson
 
 from webhook.admission.verdict import Verdict
+from webhook.api.model import KubeObject
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -25,6 +28,7 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 _MAX_UID = 128
 # Warnings longer than this may be truncated by clients (API server's guidance: keep under 120, never over 256).
 _MAX_WARNING = 256
+_NONE: Mapping[str, Any] = {}
 
 
 class MalformedReview(ValueError):
@@ -84,7 +88,8 @@ class AdmissionReviewWire(TypedDict):
 
 @dataclass(frozen=True)
 class Request:
-    """The parts of an AdmissionRequest the policies read, checked for shape."""
+    """The parts of an AdmissionRequest the policies read, checked for shape: the objects typed (``object``,
+    ``old_object``; None when the review has none) and as sent (``raw_object``, ``raw_old_object``; empty then)."""
 
     uid: str
     group: str
@@ -97,8 +102,10 @@ class Request:
     username: str
     groups: tuple[str, ...]
     dry_run: bool
-    object: Mapping[str, Any] | None
-    old_object: Mapping[str, Any] | None
+    object: KubeObject | None
+    old_object: KubeObject | None
+    raw_object: Mapping[str, Any]
+    raw_old_object: Mapping[str, Any]
 
 
 def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None = None) -> str:
@@ -108,13 +115,22 @@ def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None 
     return value
 
 
-def _object(raw: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+def _object(raw: Mapping[str, Any], field: str) -> dict[str, Any] | None:
     value = raw.get(field)
     if value is None:
         return None
     if not isinstance(value, dict):
         raise MalformedReview(f"request.{field} must be an object or null")
     return value
+
+
+def _typed(obj: dict[str, Any] | None, field: str) -> KubeObject | None:
+    if obj is None:
+        return None
+    try:
+        return msgspec.convert(obj, KubeObject)
+    except msgspec.ValidationError as err:  # "Expected `str`, got `int` - at `$.metadata.labels[...]`"
+        raise MalformedReview(str(err).replace("`$", f"`request.{field}")) from None
 
 
 def decode(body: bytes) -> Request:
@@ -148,6 +164,7 @@ def decode(body: bytes) -> Request:
     dry_run = request.get("dryRun", False)
     if not isinstance(dry_run, bool):
         raise MalformedReview("request.dryRun must be a boolean")
+    obj, old = _object(request, "object"), _object(request, "oldObject")
     return Request(
         uid=uid,
         group=_str(gvk, "group", "request.kind", default=""),
@@ -160,8 +177,10 @@ def decode(body: bytes) -> Request:
         username=_str(user, "username", "request.userInfo", default=""),
         groups=tuple(groups),
         dry_run=dry_run,
-        object=_object(request, "object"),
-        old_object=_object(request, "oldObject"),
+        object=_typed(obj, "object"),
+        old_object=_typed(old, "oldObject"),
+        raw_object=_NONE if obj is None else obj,
+        raw_old_object=_NONE if old is None else old,
     )
 
 
