@@ -1,11 +1,12 @@
 """Microseconds per AdmissionReview answered in-process: the body decoded, the policy asked, the answer encoded.
 
 The webhook's request path without HTTP or TLS (``answering.answer``, what the route and a review worker call), on
-a static cluster view, for the job-kind reviews the API server sends most: a batch/v1 Job CREATE to the mutating
-webhook (the hot path), a Job UPDATE to the validating one (an unsuspend refused, and a label change allowed), and
-a Pod CREATE and UPDATE. ``decode`` alone is ``review.decode`` of the Job CREATE body. Each case runs ``--number``
-answers per repeat; the minimum and median of the repeats are printed (the minimum is the least disturbed by other
-processes on a loaded machine). Printed, never asserted. Usage: ``.venv/bin/python -m bench.review``.
+a static cluster view, for the reviews the API server sends most: a batch/v1 Job CREATE to the mutating webhook
+(the hot path), a Job UPDATE to the validating one (an unsuspend refused, and a label change allowed), a Pod CREATE
+and UPDATE, and the Workload status write that admits it (the reconciler's, through the Workload webhook).
+``decode`` alone is ``review.decode`` of the Job CREATE body. Each case runs ``--number`` answers per repeat; the
+minimum and median of the repeats are printed (the minimum is the least disturbed by other processes on a loaded
+machine). Printed, never asserted. Usage: ``.venv/bin/python -m bench.review``.
 """
 
 from __future__ import annotations
@@ -60,6 +61,34 @@ def pod(*, gated: bool = True) -> dict[str, Any]:
     }
 
 
+def workload(*, admitted: bool) -> dict[str, Any]:
+    container = {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+    meta = {
+        "name": "job-pi-1a2b3",
+        "namespace": NS,
+        "labels": {"kueue.x-k8s.io/job-uid": "5d1c"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "pi", "uid": "5d1c", "controller": True}],
+        "managedFields": [{"manager": "turnstile", "operation": "Apply", "fieldsV1": {"f:spec": {}}}],
+    }
+    template = {"spec": {"restartPolicy": "Never", "containers": [container]}}
+    status: dict[str, Any] = {}
+    if admitted:
+        when = "2026-01-01T00:00:00Z"
+        status["conditions"] = [
+            {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": when}
+            for t in ("QuotaReserved", "Admitted")
+        ]
+        assignment = {"name": "main", "count": 2, "flavors": {"cpu": "pool"}, "resourceUsage": {"cpu": "2"}}
+        status["admission"] = {"clusterQueue": "cq", "podSetAssignments": [assignment]}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": meta,
+        "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": 2, "template": template}]},
+        "status": status,
+    }
+
+
 def body(obj: dict[str, Any], *, old: dict[str, Any] | None = None, group: str = "batch", kind: str = "Job") -> bytes:
     request = {
         "uid": "00000000-0000-4000-8000-000000000001",
@@ -85,6 +114,7 @@ def cases() -> dict[str, Callable[[], object]]:
     relabel = body(job(labels={"team": "b"}), old=job())
     pod_create = body(pod(gated=False), group="", kind="Pod")
     pod_update = body(pod(), old=pod(), group="", kind="Pod")
+    admit = body(workload(admitted=True), old=workload(admitted=False), group="kueue.x-k8s.io", kind="Workload")
 
     def answered(kind: str, mutating: bool, raw: bytes, allowed: bool) -> Callable[[], object]:
         endpoint = on[(kind, mutating)]
@@ -100,6 +130,7 @@ def cases() -> dict[str, Callable[[], object]]:
         "validate Job UPDATE, label added": answered("Job", False, relabel, True),
         "mutate Pod CREATE": answered("Pod", True, pod_create, True),
         "validate Pod UPDATE": answered("Pod", False, pod_update, True),
+        "validate Workload status UPDATE, admitted": answered("Workload", False, admit, True),
     }
 
 
