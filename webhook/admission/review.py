@@ -2,8 +2,8 @@
 
 Decoding checks the envelope the API server promises (apiVersion, kind, a request with a uid, kind, operation
 and objects of the right shapes) and raises ``MalformedReview`` for anything else; the route turns that into
-HTTP 400 with the reason. Each object is decoded once into the typed ``KubeObject`` the rules read by name
-(its metadata, a Pod's gates), next to the object as sent, which the kinds' adapters and the patch read.
+HTTP 400 with the reason. Each object is decoded once, when a rule first reads it, into the typed ``KubeObject``
+(its metadata, a Pod's gates); the kinds' adapters and the patch read the object as sent.
 Encoding follows what the API server verifies: the uid echoed, the exact apiVersion/kind, a base64 JSONPatch with
 ``patchType: JSONPatch`` only on mutating responses, never a patch on validating ones. Must not: apply any policy.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal, NotRequired, TypedDict
 
 import msgspec
@@ -88,8 +89,12 @@ class AdmissionReviewWire(TypedDict):
 
 @dataclass(frozen=True)
 class Request:
-    """The parts of an AdmissionRequest the policies read, checked for shape: the objects typed (``object``,
-    ``old_object``; None when the review has none) and as sent (``raw_object``, ``raw_old_object``; empty then)."""
+    """The parts of an AdmissionRequest the policies read, checked for shape.
+
+    The objects come as sent (``raw_object``, ``raw_old_object``: empty when the review has none, as
+    ``has_object`` and ``has_old_object`` say) and typed (``object``, ``old_object``: None then), decoded once, on
+    first use: the job and pod rules read the typed view; the queue and Workload rules check their schema field by
+    field on the object as sent and never pay for a decode they do not read."""
 
     uid: str
     group: str
@@ -102,10 +107,18 @@ class Request:
     username: str
     groups: tuple[str, ...]
     dry_run: bool
-    object: KubeObject | None
-    old_object: KubeObject | None
+    has_object: bool
+    has_old_object: bool
     raw_object: Mapping[str, Any]
     raw_old_object: Mapping[str, Any]
+
+    @cached_property
+    def object(self) -> KubeObject | None:
+        return _typed(self.raw_object, "object") if self.has_object else None
+
+    @cached_property
+    def old_object(self) -> KubeObject | None:
+        return _typed(self.raw_old_object, "oldObject") if self.has_old_object else None
 
 
 def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None = None) -> str:
@@ -124,9 +137,7 @@ def _object(raw: Mapping[str, Any], field: str) -> dict[str, Any] | None:
     return value
 
 
-def _typed(obj: dict[str, Any] | None, field: str) -> KubeObject | None:
-    if obj is None:
-        return None
+def _typed(obj: Mapping[str, Any], field: str) -> KubeObject:
     try:
         return msgspec.convert(obj, KubeObject)
     except msgspec.ValidationError as err:  # "Expected `str`, got `int` - at `$.metadata.labels[...]`"
@@ -177,8 +188,8 @@ def decode(body: bytes) -> Request:
         username=_str(user, "username", "request.userInfo", default=""),
         groups=tuple(groups),
         dry_run=dry_run,
-        object=_typed(obj, "object"),
-        old_object=_typed(old, "oldObject"),
+        has_object=obj is not None,
+        has_old_object=old is not None,
         raw_object=_NONE if obj is None else obj,
         raw_old_object=_NONE if old is None else old,
     )

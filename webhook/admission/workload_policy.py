@@ -50,9 +50,9 @@ def _pod_sets(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def validate(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
     workload = request.raw_object
-    if request.object is None or request.operation not in ("CREATE", "UPDATE"):
+    if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
-    old = request.raw_old_object if request.operation == "UPDATE" and request.old_object is not None else None
+    old = request.raw_old_object if request.operation == "UPDATE" and request.has_old_object else None
     errors = workload_errors(workload, old)
     if old is not None:
         errors += update_errors(workload, old)

@@ -119,6 +119,7 @@ def test_objects_are_decoded_typed_next_to_the_objects_as_sent() -> None:
 def test_a_review_without_objects_has_none_typed_and_empty_as_sent() -> None:
     request = review.decode(orjson.dumps(review_body(None, operation="DELETE", old=make_job())))
     assert request.object is None
+    assert not request.has_object
     assert request.raw_object == {}
     assert request.old_object is not None
 
@@ -151,11 +152,15 @@ def _with_metadata(**metadata: Any) -> dict[str, Any]:
 def test_an_object_of_the_wrong_shape_is_refused_naming_the_field(obj: dict[str, Any], field: str) -> None:
     data = review_body(make_job())
     data["request"]["object"] = obj
+    request = review.decode(orjson.dumps(data))  # the envelope is fine; the object is decoded when first read
+    assert request.raw_object == obj
     with pytest.raises(review.MalformedReview) as caught:
-        review.decode(orjson.dumps(data))
+        _ = request.object
     assert f"`{field}`" in caught.value.reason
 
 
 def test_an_old_object_of_the_wrong_shape_is_refused_naming_the_field() -> None:
+    request = review.decode(orjson.dumps(review_body(make_job(), operation="UPDATE", old=_with_metadata(labels="x"))))
+    assert request.object is not None
     with pytest.raises(review.MalformedReview, match=r"request\.oldObject\.metadata\.labels"):
-        review.decode(orjson.dumps(review_body(make_job(), operation="UPDATE", old=_with_metadata(labels="x"))))
+        _ = request.old_object
