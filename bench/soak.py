@@ -20,8 +20,12 @@ Then, together, for ``--seconds``:
    wakes another pass).
 
 Priorities: the control plane, the valid-review client and the Lease watcher run at nice -10 (``prioritise``), the
-way they would run on other machines of a real cluster; Turnstile and the attackers at the bench's own niceness.
-The valid client also reports how far its own sends fell behind their schedule, so a starved client shows.
+way they would run on other machines of a real cluster; Turnstile at the bench's own niceness (0 unless the bench is
+started under ``nice``; nothing here raises it); the attackers below it, at nice 10 (``ATTACKER_NICENESS``): they
+are load, not the system under test. The output says so. The valid client also reports how far its own sends fell
+behind their schedule, so a starved client shows; and for every process, its CPU time and the time it was runnable
+but waiting for a CPU (``schedstat``), which tells a busy webhook from a starved one. ``--py-spy FILE`` samples
+the webhook process during the soak (py-spy, in the venv) and reports where its serving thread spends its time.
 
 Reported: the machine, valid-review p50 / p99 / max and how many took longer than the API server's webhook
 timeout (5 s), errors, Turnstile's RSS (its process and any children) before / peak during / after a settle
@@ -147,6 +151,44 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def sched_seconds(pid: int) -> tuple[float, float]:
+    """(on a CPU, runnable but waiting for one) in seconds, summed over the process's threads (``schedstat``).
+
+    The second figure answers "busy or starved?": a process whose requests are late while it waits long for a CPU
+    is starved by the others; one that is on the CPU the whole time is the limit itself."""
+    run = wait = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            fields = stat.read_text().split()
+        except OSError:
+            continue
+        run += int(fields[0])
+        wait += int(fields[1])
+    return run / 1e9, wait / 1e9
+
+
+def thread_sched_seconds(pid: int) -> dict[str, tuple[float, float]]:
+    """``sched_seconds`` of the main thread (the serving loop) and of the other threads together."""
+    found = {"main thread": (0.0, 0.0), "other threads": (0.0, 0.0)}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:
+            continue
+        name = "main thread" if task.name == str(pid) else "other threads"
+        run, wait = found[name]
+        found[name] = (run + int(fields[0]) / 1e9, wait + int(fields[1]) / 1e9)
+    return found
+
+
+def own_sched_seconds() -> tuple[float, float]:
+    return sched_seconds(os.getpid())
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 # Who gets the CPU first on the shared loopback machine. The control plane and the two measuring instruments (the
 # valid-review client, which stands in for the API server calling the webhook, and the Lease watcher) run ahead of
 # Turnstile and the attackers: on a real cluster they are other machines, and a starved instrument measures itself
@@ -169,6 +211,23 @@ def prioritise(pid: int, niceness: int = INSTRUMENT_NICENESS) -> None:
 def _instrument() -> None:
     """Called first in an instrument's own process."""
     prioritise(os.getpid())
+
+
+# The attack traffic is load, not the system under test: on a real cluster it comes from other pods, mostly on other
+# nodes. Here it shares two cores with Turnstile, so it runs below it (at the reconciler's niceness), or the soak
+# would measure how the attackers' TLS work (1.5 GB of aborted uploads alone) crowds the webhook out of the CPU.
+# Turnstile itself keeps the niceness a deployment gives it (the bench's, 0 by default): nothing here makes it
+# run ahead of what production would.
+ATTACKER_NICENESS = 10
+
+
+def _attack_process(port: int, ca_pem: str, args: argparse.Namespace, results: Any) -> None:
+    os.setpriority(os.PRIO_PROCESS, 0, args.attacker_nice)
+    before = own_sched_seconds()
+    out = asyncio.run(attacks(port, ca_pem, args))
+    after = own_sched_seconds()
+    # As a dict: a class of this module pickled in a spawned child names ``__mp_main__``, unknown to the parent.
+    results.put((dict(vars(out)), (after[0] - before[0], after[1] - before[1])))
 
 
 # -- the backlog ----------------------------------------------------------------------------------------------
@@ -294,6 +353,7 @@ def big_review(i: int) -> bytes:
 
 def _valid_load(port: int, ca_pem: str, rate: int, seconds: float, results: Any) -> None:
     _instrument()
+    sched_before = own_sched_seconds()
 
     async def main() -> tuple[list[float], list[float], Counter[str]]:
         context = ssl.create_default_context(cadata=ca_pem)
@@ -330,7 +390,9 @@ def _valid_load(port: int, ca_pem: str, rate: int, seconds: float, results: Any)
         return latencies, lags, outcomes
 
     latencies, lags, outcomes = asyncio.run(main())
-    results.put((latencies, lags, dict(outcomes)))
+    sched_after = own_sched_seconds()
+    sched = (sched_after[0] - sched_before[0], sched_after[1] - sched_before[1])
+    results.put((latencies, lags, dict(outcomes), sched))
 
 
 # -- the attacks (this process) ------------------------------------------------------------------------------
@@ -572,6 +634,48 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
+def start_py_spy(output: str, pid: int, seconds: float) -> Any:
+    """py-spy sampling the webhook process (every thread, idle samples too) for ``seconds`` without pausing it."""
+    import subprocess
+
+    spy = Path(sys.executable).parent / "py-spy"
+    return subprocess.Popen(
+        [str(spy), "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "200", "--idle",
+         "--threads", "--nonblocking", "--format", "raw", "--output", output],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+IDLE_FRAMES = ("select (selectors.py", "poll (selectors.py", "wait (threading.py", "_recv_bytes", "_recv (multiproc")
+
+
+def summarise_py_spy(path: Path, top: int = 12) -> str:
+    """Where the serving thread (the one running the event loop) spent its samples: idle in the selector or busy,
+    and the busiest frames (their own time) when busy."""
+    threads: dict[str, Counter[str]] = {}
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = stack.split(";")
+        thread = next((f for f in frames if f.startswith("thread ")), "thread ?")
+        calls = [f for f in frames if not f.startswith(("thread ", "process "))]
+        threads.setdefault(thread, Counter())[calls[-1] if calls else "?"] += int(count)
+    if not threads:
+        return "py-spy: no samples"
+    lines = []
+    for thread, leaves in sorted(threads.items(), key=lambda kv: -sum(kv[1].values())):
+        total = sum(leaves.values())
+        idle = sum(n for leaf, n in leaves.items() if any(mark in leaf for mark in IDLE_FRAMES))
+        # A thread woken from the selector but still waiting for a CPU is sampled there too: "idle" is an upper bound.
+        lines.append(f"py-spy {thread}: {total} samples, {idle / total:.0%} in the selector or another wait")
+    serving = max(threads.values(), key=lambda leaves: sum(leaves.values()))
+    busy = Counter({leaf: n for leaf, n in serving.items() if not any(mark in leaf for mark in IDLE_FRAMES)})
+    total_busy = sum(busy.values()) or 1
+    lines += [f"  {n / total_busy:5.1%} {leaf}" for leaf, n in busy.most_common(top)]
+    return "\n".join(lines)
+
+
 # -- the run --------------------------------------------------------------------------------------------------
 
 
@@ -601,6 +705,9 @@ def run(args: argparse.Namespace) -> int:
             main_before = rss_mb(pid)
             tree = processes(pid)
             cpu_before = {p: cpu_seconds(p) for p in tree}
+            control_plane = dict(cluster.state.pids) if cluster.state is not None else {}
+            sched_before = {p: sched_seconds(p) for p in [*tree, *control_plane.values()]}
+            threads_before = thread_sched_seconds(pid)
             series_before, _, _ = scrape(turnstile.metrics_url)
             context = multiprocessing.get_context("spawn")
             lease = LeaseWatch(context, cluster, "turnstile-system", "turnstile.x-k8s.io")
@@ -609,13 +716,26 @@ def run(args: argparse.Namespace) -> int:
             rss.start()
 
             print(f"soak for {args.seconds:.0f}s...", file=sys.stderr)
+            load_start = load_average()
             results = context.Queue()
+            attack_results = context.Queue()
             ca = turnstile.ca_pem.decode()
             valid = context.Process(target=_valid_load, args=(turnstile.port, ca, args.rate, args.seconds, results))
+            attacker = context.Process(target=_attack_process, args=(turnstile.port, ca, args, attack_results))
             valid.start()
-            attacked = asyncio.run(attacks(turnstile.port, ca, args))
-            latencies, lags, outcomes = results.get(timeout=args.seconds + 120)
+            attacker.start()
+            spy = start_py_spy(args.py_spy, pid, args.seconds) if args.py_spy else None
+            latencies, lags, outcomes, valid_sched = results.get(timeout=args.seconds + 120)
+            attack_fields, attack_sched = attack_results.get(timeout=args.seconds + 120)
+            attacked = Attacks(**attack_fields)
             valid.join(timeout=30)
+            attacker.join(timeout=30)
+            load_end = load_average()
+            sched_used = {p: tuple(a - b for a, b in zip(sched_seconds(p), before, strict=True))
+                          for p, before in sched_before.items()}  # fmt: skip
+            threads_after = thread_sched_seconds(pid)
+            if spy is not None:
+                spy.wait(timeout=args.seconds + 60)
             during_text = turnstile.metrics()
             time.sleep(args.settle)
             rss.stop.set()
@@ -640,6 +760,12 @@ def run(args: argparse.Namespace) -> int:
             errors = sum(n for k, n in outcomes.items() if k != "200")
             over = sum(1 for x in latencies if x > WEBHOOK_TIMEOUT_S)
             print(f"machine: {machine()}")
+            print(
+                f"priorities: control plane, valid-review client and Lease watcher at nice {INSTRUMENT_NICENESS}; "
+                f"Turnstile at nice {os.getpriority(os.PRIO_PROCESS, 0)} (the bench's own; its reconciler threads "
+                f"lower themselves to 10, its review worker to 5); attackers at nice {args.attacker_nice}"
+            )
+            print(f"load average at the soak's start: {load_start}; at its end: {load_end}")
             print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; Turnstile commit: {_commit()}")
             print(
                 f"backlog: {args.pending} pending Workloads in {QUEUES} ClusterQueues (loaded in {load_seconds:.0f}s; "
@@ -682,6 +808,23 @@ def run(args: argparse.Namespace) -> int:
                 f"seconds over the soak and settle: "
                 + ", ".join(f"{tree[p]} {p} {cpu_used[p]:.1f}" for p in sorted(cpu_used))
             )
+            names = {**{p: f"{tree[p]} {p}" for p in tree}, **{p: n for n, p in control_plane.items()}}
+            print(
+                "CPU s / waiting for a CPU s, during the soak: "
+                + ", ".join(f"{names[p]} {run:.1f}/{wait:.1f}" for p, (run, wait) in sched_used.items())
+                + f", valid client {valid_sched[0]:.1f}/{valid_sched[1]:.1f}"
+                + f", attackers {attack_sched[0]:.1f}/{attack_sched[1]:.1f}"
+            )
+            print(
+                "webhook process by thread (CPU s / waiting s, during the soak): "
+                + ", ".join(
+                    f"{name} {run - threads_before.get(name, (0, 0))[0]:.1f}/"
+                    f"{wait - threads_before.get(name, (0, 0))[1]:.1f}"
+                    for name, (run, wait) in sorted(threads_after.items())
+                )
+            )
+            if args.py_spy:
+                print(summarise_py_spy(Path(args.py_spy)))
             print(
                 f"metric series: {series_before} before, {series_after} after; /metrics {page_bytes / 1e6:.2f} MB, "
                 f"scraped in {scrape_seconds:.2f}s"
@@ -728,6 +871,10 @@ def main() -> None:
     parser.add_argument("--big-clients", type=int, default=8, help="clients posting 1.5 MiB reviews")
     parser.add_argument("--big-requests", type=int, default=40, help="1.5 MiB reviews per client at most")
     parser.add_argument("--settle", type=float, default=20.0, help="seconds after the soak before RSS is read")
+    parser.add_argument(
+        "--attacker-nice", type=int, default=ATTACKER_NICENESS, help="niceness of the attack traffic's process"
+    )
+    parser.add_argument("--py-spy", metavar="FILE", help="sample the webhook process with py-spy into FILE (raw)")
     args = parser.parse_args()
     sys.exit(run(args))
 

@@ -14,9 +14,10 @@ child runs niced (its work is throughput, the webhooks' is latency), and a threa
 interpreter lock while the kernel has it waiting for a core makes every other thread of that process wait too; a
 renewal thread there missed 24 renewals in the issue-18 soak (a 9.4 s gap, on a 10 s renew deadline). In this
 process the lock's holder is the serving loop at normal priority, whose steps are short. The child reconciles only
-after the parent tells it that it leads; when a renewal fails past the renew deadline, the parent SIGKILLs the child
-at once (another replica may take the Lease only a lease duration after the last renewal, later still), and gives
-the Lease up only after the child has ended.
+after the parent tells it that it leads; when no renewal has succeeded within the renew deadline (``leader``: attempts
+are retried within it), the Lease thread itself SIGKILLs the child at once, without waiting for the serving loop
+(another replica may take the Lease only a lease duration after the last renewal, later still), and the Lease is
+given up only after the child has ended.
 
 The child never outlives the parent: the kernel kills it when the parent dies (``PR_SET_PDEATHSIG``), and it stops
 when the pipe to the parent closes. Through the pipe it sends its metric families (rendered, see
@@ -180,6 +181,7 @@ class ReconcilerProcess:
             identity=identity,
             on_leading=self._lead,
             on_lost=self._lose,
+            stop_now=self._kill_child,
         )
         elector.start()
         return elector
@@ -188,14 +190,20 @@ class ReconcilerProcess:
         self._send(("lead", None))
         self._became("leader")
 
-    def _lose(self, exc: BaseException) -> None:
-        """The Lease could not be renewed within the renew deadline: the child must stop writing at once, before
-        another replica may take the Lease (a lease duration after the last renewal). SIGKILL, not a request."""
-        log.error("lost the Lease (%s); ending the reconciler process", exc)
+    def _kill_child(self) -> None:
+        """On the Lease thread, the moment the renew deadline passes: the child must stop writing before another
+        replica may take the Lease (a lease duration after the last renewal), even if this process's loop is busy.
+        SIGKILL, not a request."""
         self._lost = True
+        process = self._process
+        if process is not None and process.is_alive():
+            process.kill()
+
+    def _lose(self, exc: BaseException) -> None:
+        """The Lease was lost (the child is already killed, ``_kill_child``): recorded on the loop."""
+        log.error("lost the Lease (%s); ended the reconciler process", exc)
+        self._kill_child()
         self._became("follower")
-        if self._process is not None and self._process.is_alive():
-            self._process.kill()
 
     async def _release(self) -> None:
         """Ends the election (giving the Lease up if held): only once the child no longer writes."""

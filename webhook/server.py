@@ -3,8 +3,10 @@
 The caller supplies the ``ClusterView`` the policies read (the watch-fed cache in production, a static view in
 tests and local runs). The certificate reloader runs as a named background task started and stopped by the
 app's ``cleanup_ctx``; if it dies, ``run_until`` raises so the process stops loudly instead of serving a
-certificate that will expire. Connections are capped and given deadlines (``webhook.connections``); reviews larger
-than ``routes.OFFLOAD_BYTES`` go to ``offload`` when one is given (the review worker processes).
+certificate that will expire. Connections are capped and given deadlines (``webhook.connections``); a request
+answered without its body being read is followed by closing the connection, never by draining the body
+(``LINGERING_SECONDS``); reviews larger than ``routes.OFFLOAD_BYTES`` go to ``offload`` when one is given (the
+review worker processes).
 Must not: hold admission policy.
 """
 
@@ -31,6 +33,10 @@ RELOADER: Final = web.AppKey("tls_reloader", CertificateReloader)
 FAILURES: Final = web.AppKey[asyncio.Queue[BaseException]]("task_failures")
 POLL_SECONDS: Final = web.AppKey("tls_poll_seconds", float)
 SHUTDOWN_GRACE_SECONDS = 5.0
+# After answering a request whose body it did not read (an unknown path, a body announced over the limit), aiohttp
+# by default reads and throws away up to 10 s of that body to keep the connection: TLS decryption, on the serving
+# loop, of a body nobody wants. With 0 it closes the connection instead; the API server's requests are always read.
+LINGERING_SECONDS = 0.0
 
 
 async def _certificate_watch(app: web.Application) -> AsyncIterator[None]:
@@ -83,6 +89,7 @@ class AdmissionServer:
             access_log=None,
             shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
             keepalive_timeout=self.guard.limits.idle_seconds,
+            lingering_time=LINGERING_SECONDS,
         )
         self._sweeping: contextlib.AbstractAsyncContextManager[None] | None = None
 

@@ -1,10 +1,10 @@
 """A StatefulSet through Turnstile, as Kueue manages one: its pods form one pod group (fast admission, sized by
 ``replicas``), admitted whole; with the default ``OrderedReady`` policy pod-1 comes only once pod-0 runs, and is
 released at once because the group's Workload already holds its quota. Scaling to zero frees the quota; other
-resizes of a queued StatefulSet are refused, and so is a queue change once admitted; ``kubectl scale`` (the
-/scale subresource) to zero and back up to the same size works too. Preempted, its running pods
-are deleted (pods cannot be suspended); the StatefulSet controller makes them again, gated and without the
-flavor, its Workload waits without quota, and runs them again once admitted.
+resizes of a queued StatefulSet through the object are refused, and so is a queue change once admitted; ``kubectl
+scale`` (the /scale subresource, which no webhook sees) to any size is followed from the live StatefulSet.
+Preempted, its running pods are deleted (pods cannot be suspended); the StatefulSet controller makes them again,
+gated and without the flavor, its Workload waits without quota, and runs them again once admitted.
 
 The local cluster runs the statefulset controller (it creates and deletes the pods); no scheduler, nodes or
 kubelet: the test marks pods Running and Ready as a kubelet would, and an admitted pod is one whose admission gate
@@ -256,27 +256,88 @@ def test_a_preempted_statefulset_has_its_pods_gated_again_and_runs_again_once_re
     )
 
 
-def test_kubectl_scale_back_up_from_zero_goes_through_the_scale_subresource_and_still_queues_the_group(
+def _cpu_in_use(cluster: LocalCluster, cq: str) -> str:
+    """The ClusterQueue's cpu usage as its status reports it."""
+    usage = (get(cluster, "clusterqueue", cq).get("status") or {}).get("flavorsUsage") or []
+    totals = [r["total"] for f in usage for r in f.get("resources") or [] if r["name"] == "cpu"]
+    return totals[0] if totals else "0"
+
+
+def _admitted_for(cluster: LocalCluster, namespace: str, group: str, count: int) -> bool:
+    wl = maybe_get(cluster, WORKLOAD, group, namespace)
+    return wl is not None and [ps["count"] for ps in wl["spec"]["podSets"]] == [count] and is_true(wl, "Admitted")
+
+
+def _run_in_order(cluster: LocalCluster, namespace: str, count: int) -> None:
+    """Each pod released onto the flavor, then run, in order (OrderedReady makes web-i once web-(i-1) runs)."""
+    for i in range(count):
+        name = f"web-{i}"
+        eventually(lambda n=name: _released(_pods(cluster, namespace, "web").get(n) or {"spec": {}}), what=name)
+        _run(cluster, namespace, name)
+
+
+def test_kubectl_scale_of_an_admitted_statefulset_queues_its_group_again_at_the_new_size(
     cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
 ) -> None:
-    """No webhook of the StatefulSet sees a /scale request: the group keeps the size it had at zero, so back up
-    the new pods carry it (a size of 0 had every pod refused by the pod webhook, and none was ever created)."""
+    """``kubectl scale`` goes through /scale, which no webhook sees: the group's size is the live StatefulSet's. An
+    admitted Workload's pod sets are fixed, so a resized group is stopped (its pods deleted, made again gated by
+    the StatefulSet) and queued again at the new size; scaled down, the quota it no longer needs goes back."""
     cq, fl = f"cq-{namespace}", f"fl-{namespace}"
-    apply(cluster, flavor(fl, node_labels=SELECTOR), cluster_queue(cq, flavors={fl: {"cpu": "2"}}))
+    apply(cluster, flavor(fl, node_labels=SELECTOR), cluster_queue(cq, flavors={fl: {"cpu": "3"}}))
     apply(cluster, local_queue(namespace, "q", cq))
     group = group_name(namespace, "web")
     create(cluster, _statefulset(namespace, "web", 2))
-    eventually(lambda: _released(_pods(cluster, namespace, "web").get("web-0") or {"spec": {}}), what="web-0")
+    _run_in_order(cluster, namespace, 2)
+    assert _admitted_for(cluster, namespace, group, 2)
+    eventually(lambda: _cpu_in_use(cluster, cq) == "2", what="2 cpu in use")
+    first = _pods(cluster, namespace, "web")["web-0"]["metadata"]["uid"]
 
-    # Down to zero through the object (its webhook sees that one): the pods go, the Workload with them.
-    patch(cluster, "statefulset", "web", {"spec": {"replicas": 0}}, namespace)
+    # Up to three: queued again for three, admitted, each pod released in turn (web-0 made again).
+    cluster.kubectl("scale", "statefulset", "web", "-n", namespace, "--replicas=3")
+    eventually(lambda: _admitted_for(cluster, namespace, group, 3), what="the Workload admitted for 3")
+    _run_in_order(cluster, namespace, 3)
+    assert _pods(cluster, namespace, "web")["web-0"]["metadata"]["uid"] != first
+    eventually(lambda: _cpu_in_use(cluster, cq) == "3", what="3 cpu in use")
+
+    # Down to one: queued again for one; the quota for the other two goes back.
+    cluster.kubectl("scale", "statefulset", "web", "-n", namespace, "--replicas=1")
+    eventually(lambda: _admitted_for(cluster, namespace, group, 1), what="the Workload admitted for 1")
+    eventually(lambda: list(_pods(cluster, namespace, "web")) == ["web-0"], what="web-1 and web-2 to go")
+    eventually(lambda: _released(_pods(cluster, namespace, "web")["web-0"]), what="web-0 released")
+    eventually(lambda: _cpu_in_use(cluster, cq) == "1", what="1 cpu in use")
+
+
+def test_created_with_zero_replicas_then_kubectl_scaled_up_requeued_and_down_its_group_follows(
+    cluster: LocalCluster, turnstile: LocalTurnstile, namespace: str
+) -> None:
+    """Created with 0 replicas, its pods still form a group the pod webhook accepts; ``kubectl scale`` to 2 queues
+    a Workload for 2; moved to another queue while it waits, its gated pod and its Workload follow (Kueue's
+    syncQueueLabel); back to 0, the Workload and its quota go."""
+    cq, fl, empty = f"cq-{namespace}", f"fl-{namespace}", f"empty-{namespace}"
+    apply(
+        cluster,
+        flavor(fl, node_labels=SELECTOR),
+        cluster_queue(cq, flavors={fl: {"cpu": "2"}}),
+        cluster_queue(empty, flavors={fl: {"cpu": "0"}}),
+    )
+    apply(cluster, local_queue(namespace, "q", empty), local_queue(namespace, "q2", cq))
+    group = group_name(namespace, "web")
+    create(cluster, _statefulset(namespace, "web", 0))
+    assert maybe_get(cluster, WORKLOAD, group, namespace) is None
+
+    cluster.kubectl("scale", "statefulset", "web", "-n", namespace, "--replicas=2")
+    waiting = eventually(lambda: maybe_get(cluster, WORKLOAD, group, namespace), what="the Workload")
+    assert [ps["count"] for ps in waiting["spec"]["podSets"]] == [2]
+    assert not is_true(waiting, "Admitted")  # its queue has no quota
+
+    patch(cluster, "statefulset", "web", {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q2"}}}, namespace)
+    eventually(lambda: _admitted_for(cluster, namespace, group, 2), what="the Workload admitted for 2 in q2")
+    assert get(cluster, WORKLOAD, group, namespace)["spec"]["queueName"] == "q2"
+    assert _pods(cluster, namespace, "web")["web-0"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "q2"
+    _run_in_order(cluster, namespace, 2)
+    eventually(lambda: _cpu_in_use(cluster, cq) == "2", what="2 cpu in use")
+
+    cluster.kubectl("scale", "statefulset", "web", "-n", namespace, "--replicas=0")
     eventually(lambda: not _pods(cluster, namespace, "web"), what="web's pods to go")
     eventually(lambda: maybe_get(cluster, WORKLOAD, group, namespace) is None, what="web's Workload to go")
-
-    # Back up to two with `kubectl scale`: web-0 is created gated, its group's Workload counts two, admitted,
-    # released.
-    cluster.kubectl("scale", "statefulset", "web", "-n", namespace, "--replicas=2")
-    eventually(lambda: _released(_pods(cluster, namespace, "web").get("web-0") or {"spec": {}}), what="web-0 again")
-    wl = get(cluster, WORKLOAD, group, namespace)
-    assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2]
-    assert is_true(wl, "Admitted")
+    eventually(lambda: _cpu_in_use(cluster, cq) == "0", what="no cpu in use")

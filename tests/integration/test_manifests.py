@@ -266,7 +266,8 @@ SA_CASES = [
     pytest.param(["create", "events", "-n", "team-a"], True, id="events"),
     pytest.param(["get", "leases.coordination.k8s.io", "-n", SYSTEM_NS], True, id="get-own-lease"),
     pytest.param(["create", "leases.coordination.k8s.io", "-n", SYSTEM_NS], True, id="create-own-lease"),
-    pytest.param(["update", "leases.coordination.k8s.io", "-n", SYSTEM_NS], True, id="renew-own-lease"),
+    pytest.param(["update", "leases.coordination.k8s.io", "-n", SYSTEM_NS], True, id="take-own-lease"),
+    pytest.param(["patch", "leases.coordination.k8s.io", "-n", SYSTEM_NS], True, id="renew-own-lease"),
     # what it must not do
     pytest.param(["get", "secrets", "-n", SYSTEM_NS], False, id="no-secrets-at-home"),
     pytest.param(["list", "secrets", "-A"], False, id="no-secrets-anywhere"),

@@ -137,3 +137,44 @@ async def test_a_crashed_reload_task_stops_the_server_loudly(server: AdmissionSe
     with pytest.raises(RuntimeError, match="background task") as caught:
         await asyncio.wait_for(server.run_until(asyncio.Event()), timeout=5)
     assert isinstance(caught.value.__cause__, ZeroDivisionError)
+
+
+async def _refused_then_closed(
+    port: int, certs: tls.WebhookCertificates, path: str, announced: int
+) -> tuple[bytes, bool]:
+    """Announces a body of ``announced`` bytes on ``path`` and sends only its first 64 KiB; the status line of the
+    answer, and whether the server closed the connection within 2 s of it (instead of reading on)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ssl(certs))
+    try:
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {announced}\r\n\r\n".encode()
+            + b"x" * 65536
+        )
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 5)
+        try:
+            async with asyncio.timeout(2):
+                while await reader.read(65536):
+                    pass
+        except TimeoutError:
+            return status, False
+        except (ConnectionError, ssl.SSLError):
+            pass
+        return status, True
+    finally:
+        writer.transport.abort()
+
+
+@pytest.mark.parametrize(
+    ("path", "announced", "status"),
+    [("/no-such-route", 3 * 1024 * 1024, b"404"), ("/validate/kueue/workloads", 4 * 1024 * 1024, b"413")],
+)
+async def test_a_refused_request_body_is_not_read_the_connection_is_closed(
+    server: AdmissionServer, certs: tls.WebhookCertificates, path: str, announced: int, status: bytes
+) -> None:
+    """An unknown path, or a body announced over the limit, is answered without reading the body, and the connection
+    is closed rather than drained (aiohttp would otherwise read and decrypt up to 10 s of a body nobody wants)."""
+    line, closed = await _refused_then_closed(server.port, certs, path, announced)
+    assert status in line, line
+    assert closed, "the server kept the connection open to read the refused body"

@@ -7,7 +7,9 @@ kind knows (its pod count and templates, partial admission, ...) comes from its 
 A job is managed when its namespace is managed, its controller owner is not itself a managed kind, and it names
 a queue (or ``manageJobsWithoutQueueName`` is on). Unmanaged jobs are never changed. Mutation only emits the
 differences from what the object already holds, so reinvocation yields an empty patch and ``dryRun`` requests
-get the same answer as real ones (the policy has no side effects to skip). Must not: call the API server.
+get the same answer as real ones (the policy has no side effects to skip). The rules read the typed object
+(``request.object``: labels, annotations, owner); the adapter and the patch read the object as sent.
+Must not: call the API server.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.admission import names, objects
+from webhook.admission import names
 from webhook.admission.fielderror import (
     FieldError,
     forbidden,
@@ -30,6 +32,7 @@ from webhook.admission.review import Request
 from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
+from webhook.api.model import KubeObject
 from webhook.jobs import batch_job, naming
 from webhook.jobs.adapter import Problem, SuspendableAdapter
 
@@ -42,31 +45,23 @@ PREBUILT_PATH = key(LABELS, c.PREBUILT_WORKLOAD_LABEL)
 STAMP_PATH = key(ANNOTATIONS, c.WORKLOAD_NAME_ANNOTATION)
 
 
-def queue_name(job: Mapping[str, Any]) -> str:
-    return objects.labels_of(job).get(c.QUEUE_NAME_LABEL, "")
+def queue_name(job: KubeObject) -> str:
+    return job.metadata.labels.get(c.QUEUE_NAME_LABEL, "")
 
 
-def is_suspended(job: Mapping[str, Any]) -> bool:
-    return objects.flag(job, "spec", "suspend")
+def owned_by_managed_parent(obj: KubeObject, options: AdmissionOptions) -> bool:
+    owner = obj.metadata.controller_owner()
+    return owner is not None and options.manages_kind(owner.group, owner.kind)
 
 
-def owned_by_managed_parent(obj: Mapping[str, Any], options: AdmissionOptions) -> bool:
-    owner = objects.controller_owner(obj)
-    if owner is None:
-        return False
-    return options.manages_kind(objects.api_group(owner.get("apiVersion")), str(owner.get("kind", "")))
-
-
-def default_labels(
-    patch: Patch, obj: Mapping[str, Any], namespace: str, view: ClusterView, options: AdmissionOptions
-) -> bool:
+def default_labels(patch: Patch, obj: KubeObject, namespace: str, view: ClusterView, options: AdmissionOptions) -> bool:
     """The label defaults every managed kind gets on creation; False when the object is not queued at all.
 
     The queue defaults to the namespace's LocalQueue "default" when there is one; without a queue the object is
     managed only under ``manageJobsWithoutQueueName``. The priority class defaults to the WorkloadPriorityClass
     "default" when it exists.
     """
-    labels = objects.labels_of(obj)
+    labels = obj.metadata.labels
     queue = labels.get(c.QUEUE_NAME_LABEL, "")
     if not queue and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
         queue = c.DEFAULT_LOCAL_QUEUE
@@ -82,7 +77,7 @@ def namespace_is_managed(namespace: str, view: ClusterView, options: AdmissionOp
     return options.namespaces.is_managed(namespace, view.namespace_labels(namespace))
 
 
-def is_managed(job: Mapping[str, Any], namespace: str, *, view: ClusterView, options: AdmissionOptions) -> bool:
+def is_managed(job: KubeObject, namespace: str, *, view: ClusterView, options: AdmissionOptions) -> bool:
     if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(job, options):
         return False
     return bool(queue_name(job)) or options.manage_jobs_without_queue_name
@@ -94,9 +89,9 @@ def _field_error(problem: Problem) -> FieldError:
     return invalid(problem.path, problem.value, problem.message)
 
 
-def _label_errors(job: Mapping[str, Any]) -> list[FieldError]:
+def _label_errors(job: KubeObject) -> list[FieldError]:
     errors: list[FieldError] = []
-    labels = objects.labels_of(job)
+    labels = job.metadata.labels
     for label, path in ((c.QUEUE_NAME_LABEL, QUEUE_PATH), (c.PREBUILT_WORKLOAD_LABEL, PREBUILT_PATH)):
         if label in labels and (problem := names.dns1123_subdomain(labels[label])):
             errors.append(invalid(path, labels[label], problem))
@@ -123,9 +118,9 @@ class JobPolicy:
     def __init__(self, adapter: SuspendableAdapter) -> None:
         self._adapter = adapter
 
-    def workload_name(self, namespace: str, name: str, job: Mapping[str, Any] | None = None) -> str:
+    def workload_name(self, namespace: str, name: str, job: KubeObject | None = None) -> str:
         """The Workload of ``job``: the prebuilt one it names (``kueue.x-k8s.io/prebuilt-workload-name``) or ours."""
-        prebuilt = objects.labels_of(job).get(c.PREBUILT_WORKLOAD_LABEL) if job is not None else None
+        prebuilt = job.metadata.labels.get(c.PREBUILT_WORKLOAD_LABEL) if job is not None else None
         if prebuilt:
             return prebuilt
         kind = self._adapter.kind
@@ -135,18 +130,17 @@ class JobPolicy:
 
     def mutate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
         job = request.object
-        if request.operation != "CREATE" or job is None or objects.is_being_deleted(job):
+        if request.operation != "CREATE" or job is None or job.metadata.deletion_timestamp is not None:
             return ALLOW
         namespace = request.namespace
         if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(job, options):
             return ALLOW
-        patch = Patch(job)
+        patch = Patch(request.raw_object)
         # 1-2. The queue and priority class defaults.
         if not default_labels(patch, job, namespace, view, options):
             return ALLOW
         # 3. Stamp the Workload's name, so the link is visible before the reconciler creates it.
-        name = objects.name(job)
-        if name:
+        if name := job.metadata.name:
             stamp = self.workload_name(namespace, name, job)
             patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
         # 4. Suspend: the kind's controller must not create a pod before the queue admits the job.
@@ -156,29 +150,25 @@ class JobPolicy:
     # Validating -------------------------------------------------------------------------------------------
 
     def validate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-        job = request.object
+        job, raw = request.object, request.raw_object
         if job is None or request.operation not in ("CREATE", "UPDATE"):
             return ALLOW
         errors = _label_errors(job)
-        old = request.old_object
         managed = is_managed(job, request.namespace, view=view, options=options)
+        old = request.old_object
         if request.operation == "CREATE" or old is None:
-            errors += [_field_error(p) for p in self._adapter.create_problems(job, managed=managed)]
+            errors += [_field_error(p) for p in self._adapter.create_problems(raw, managed=managed)]
             return judge(errors)
-        errors += [_field_error(p) for p in self._adapter.update_problems(old, job, managed=managed)]
-        errors += self._update_errors(request, old, job, view=view, options=options)
+        errors += [_field_error(p) for p in self._adapter.update_problems(request.raw_old_object, raw, managed=managed)]
+        change = _Update.of(
+            self._adapter, request, _Side(old, request.raw_old_object), _Side(job, raw), view=view, options=options
+        )
+        errors += self._update_errors(request, change, view=view, options=options)
         return judge(errors)
 
     def _update_errors(
-        self,
-        request: Request,
-        old: Mapping[str, Any],
-        new: Mapping[str, Any],
-        *,
-        view: ClusterView,
-        options: AdmissionOptions,
+        self, request: Request, change: _Update, *, view: ClusterView, options: AdmissionOptions
     ) -> list[FieldError]:
-        change = _Update.of(self._adapter, request, old, new, view=view, options=options)
         errors = self._run_errors(request, change, view=view, options=options)
         errors += self._queue_errors(change)
         if change.managed:
@@ -193,7 +183,7 @@ class JobPolicy:
             return []
         if change.suspended_before:
             return self._unsuspend_errors(request, change.new, view=view, options=options)
-        if self._adapter.shape_changed(change.old, change.new):
+        if self._adapter.shape_changed(change.old.raw, change.new.raw):
             return self._admission_errors(request, change.new, view=view, options=options)
         return []
 
@@ -214,7 +204,7 @@ class JobPolicy:
             errors.append(immutable(PREBUILT_PATH, "cannot change while the job runs; suspend the job first"))
         # 3. The queue label ties a queued job to its Workload: removing it would let the job run outside every
         #    quota (once unsuspended, nothing would queue it). Only a finished job may lose it.
-        if old_queue and not new_queue and change.was_managed and not self._adapter.finished(change.old).done:
+        if old_queue and not new_queue and change.was_managed and not self._adapter.finished(change.old.raw).done:
             errors.append(
                 invalid(
                     QUEUE_PATH,
@@ -226,15 +216,15 @@ class JobPolicy:
         return errors
 
     def _unsuspend_errors(
-        self, request: Request, job: Mapping[str, Any], *, view: ClusterView, options: AdmissionOptions
+        self, request: Request, job: _Side, *, view: ClusterView, options: AdmissionOptions
     ) -> list[FieldError]:
         if options.is_trusted(request.username):
             return []
-        name = objects.name(job) or request.name
-        workload = self.workload_name(request.namespace, name, job)
+        name = job.typed.metadata.name or request.name
+        workload = self.workload_name(request.namespace, name, job.typed)
         if view.workload_is_admitted(request.namespace, workload):
             return self._admission_errors(request, job, view=view, options=options)
-        queue = queue_name(job) or "<none>"
+        queue = queue_name(job.typed) or "<none>"
         return [
             forbidden(
                 "spec.suspend",
@@ -245,18 +235,18 @@ class JobPolicy:
         ]
 
     def _admission_errors(
-        self, request: Request, job: Mapping[str, Any], *, view: ClusterView, options: AdmissionOptions
+        self, request: Request, job: _Side, *, view: ClusterView, options: AdmissionOptions
     ) -> list[FieldError]:
         """A job that runs must fit its admitted Workload: no more pods, no bigger pods (LimitRange defaults and
         RuntimeClass overhead included), or it would run beyond its quota until the reconciler stopped it."""
         if options.is_trusted(request.username):
             return []
-        name = objects.name(job) or request.name
-        workload_name = self.workload_name(request.namespace, name, job)
+        name = job.typed.metadata.name or request.name
+        workload_name = self.workload_name(request.namespace, name, job.typed)
         workload = view.workload(request.namespace, workload_name)
         if workload is None or not view.workload_is_admitted(request.namespace, workload_name):
             return []  # rule 1 decides about jobs without an admitted Workload
-        mismatch = self._adapter.admission_mismatch(job, workload, view.pod_defaults(request.namespace))
+        mismatch = self._adapter.admission_mismatch(job.raw, workload, view.pod_defaults(request.namespace))
         if mismatch is None:
             return []
         return [
@@ -274,11 +264,19 @@ validate = _BATCH_JOB.validate
 
 
 @dataclass(frozen=True, slots=True)
+class _Side:
+    """One side of an update: the job typed, for the shared rules, and as sent, for its kind's adapter."""
+
+    typed: KubeObject
+    raw: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class _Update:
     """What an update of a job changes, as the update rules read it."""
 
-    old: Mapping[str, Any]
-    new: Mapping[str, Any]
+    old: _Side
+    new: _Side
     was_managed: bool
     now_managed: bool
     old_queue: str
@@ -293,8 +291,8 @@ class _Update:
         cls,
         adapter: SuspendableAdapter,
         request: Request,
-        old: Mapping[str, Any],
-        new: Mapping[str, Any],
+        old: _Side,
+        new: _Side,
         *,
         view: ClusterView,
         options: AdmissionOptions,
@@ -302,14 +300,14 @@ class _Update:
         return cls(
             old=old,
             new=new,
-            was_managed=is_managed(old, request.namespace, view=view, options=options),
-            now_managed=is_managed(new, request.namespace, view=view, options=options),
-            old_queue=queue_name(old),
-            new_queue=queue_name(new),
-            suspended_before=adapter.is_suspended(old),
-            suspended_after=adapter.is_suspended(new),
-            old_labels=objects.labels_of(old),
-            new_labels=objects.labels_of(new),
+            was_managed=is_managed(old.typed, request.namespace, view=view, options=options),
+            now_managed=is_managed(new.typed, request.namespace, view=view, options=options),
+            old_queue=queue_name(old.typed),
+            new_queue=queue_name(new.typed),
+            suspended_before=adapter.is_suspended(old.raw),
+            suspended_after=adapter.is_suspended(new.raw),
+            old_labels=old.typed.metadata.labels,
+            new_labels=new.typed.metadata.labels,
         )
 
     @property
@@ -334,8 +332,8 @@ def _managed_label_errors(request: Request, change: _Update, options: AdmissionO
     elif not old_priority and new_priority and not change.suspended_after:
         errors.append(invalid(PRIORITY_PATH, new_priority, "a WorkloadPriorityClass cannot be added to a running job"))
     # 6. The Workload stamp links the job to its Workload; it is not the user's to edit.
-    old_stamp = objects.annotations_of(change.old).get(c.WORKLOAD_NAME_ANNOTATION)
-    new_stamp = objects.annotations_of(change.new).get(c.WORKLOAD_NAME_ANNOTATION)
+    old_stamp = change.old.typed.metadata.annotations.get(c.WORKLOAD_NAME_ANNOTATION)
+    new_stamp = change.new.typed.metadata.annotations.get(c.WORKLOAD_NAME_ANNOTATION)
     if old_stamp is not None and new_stamp != old_stamp and not options.is_trusted(request.username):
         errors.append(immutable(STAMP_PATH, "is set by Turnstile and cannot be changed or removed"))
     return errors

@@ -2,7 +2,9 @@
 
 A ``Patch`` knows the original object, so it emits ``add`` for what is missing (creating parent maps and lists
 in the same operation) and nothing for values already in place: applying the same intents to an already
-mutated object yields an empty patch, which makes reinvocation idempotent. Must not: decide what to change.
+mutated object yields an empty patch, which makes reinvocation idempotent. It reads the object as sent (the
+encoding side of a review: the typed view does not say which maps exist), and refuses a parent that is not an
+object. Must not: decide what to change.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.admission import objects
+from webhook.admission.review import MalformedReview
 
 
 def escape(token: str) -> str:
@@ -18,8 +20,26 @@ def escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+_KIND_WORDS: dict[type[object], str] = {object: "a value", dict: "an object", list: "a list"}
+
+
 def pointer(path: tuple[str, ...]) -> str:
     return "".join("/" + escape(p) for p in path)
+
+
+def _value(obj: Mapping[str, Any], path: tuple[str, ...], kind: type[object] = object) -> Any:
+    """The value at ``path`` in ``obj``, None when it or a parent is absent or null; a parent that is not an
+    object, or a value that is not a ``kind``, is malformed."""
+    current: Any = obj
+    for depth, part in enumerate(path):
+        if not isinstance(current, dict):
+            raise MalformedReview(f"{'.'.join(path[:depth])} must be an object")
+        current = current.get(part)
+        if current is None:
+            return None
+    if not isinstance(current, kind):
+        raise MalformedReview(f"{'.'.join(path)} must be {_KIND_WORDS[kind]}")
+    return current
 
 
 class Patch:
@@ -36,15 +56,14 @@ class Patch:
     def _existing(self, path: tuple[str, ...]) -> Any:
         if path in self._created:
             return self._created[path]
-        parent = objects.mapping(self._obj, *path[:-1])
-        return parent.get(path[-1])
+        return _value(self._obj, path)
 
     def _ensure_map(self, path: tuple[str, ...]) -> dict[str, Any] | None:
         """Returns the map this patch creates at ``path`` (to write into), or None when the object has it."""
         if path in self._created:
             created: dict[str, Any] = self._created[path]
             return created
-        if objects.mapping(self._obj, *path[:-1]).get(path[-1]) is not None:
+        if _value(self._obj, path) is not None:
             return None
         # Find the first missing key; everything below it is added as one nested value.
         depth = 1
@@ -63,7 +82,7 @@ class Patch:
 
     def set_entry(self, map_path: tuple[str, ...], key: str, value: str) -> None:
         """``map_path[key] = value`` (labels, annotations)."""
-        current = objects.string_map(self._obj, *map_path).get(key) if map_path not in self._created else None
+        current = _value(self._obj, (*map_path, key)) if map_path not in self._created else None
         created = self._ensure_map(map_path)
         if created is not None:
             created[key] = value
@@ -75,11 +94,11 @@ class Patch:
 
     def set_field(self, path: tuple[str, ...], value: Any) -> None:
         """``path = value`` for a scalar field whose parent object exists (e.g. ``spec.suspend``)."""
-        parent = objects.mapping(self._obj, *path[:-1])
-        if path[-1] in parent and parent[path[-1]] == value:
+        parent = _value(self._obj, path[:-1], dict)
+        present = parent is not None and path[-1] in parent
+        if present and parent[path[-1]] == value:
             return
-        op = "replace" if path[-1] in parent else "add"
-        self._ops.append({"op": op, "path": pointer(path), "value": value})
+        self._ops.append({"op": "replace" if present else "add", "path": pointer(path), "value": value})
 
     def append_unique(self, list_path: tuple[str, ...], item: Any) -> None:
         """Appends ``item`` to the list at ``list_path`` unless an equal item is there (gates, finalizers)."""
@@ -87,10 +106,10 @@ class Patch:
             if item not in self._created[list_path]:
                 self._created[list_path].append(item)
             return
-        current = objects.sequence(self._obj, *list_path)
-        if item in current:
+        current = _value(self._obj, list_path, list)
+        if current is not None and item in current:
             return
-        if objects.mapping(self._obj, *list_path[:-1]).get(list_path[-1]) is None:
+        if current is None:
             created = [item]
             self._created[list_path] = created
             self._ops.append({"op": "add", "path": pointer(list_path), "value": created})

@@ -11,10 +11,6 @@ Must not: call the API server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from webhook.admission import objects
 from webhook.admission.fielderror import FieldError, forbidden, invalid, key
 from webhook.admission.job_policy import namespace_is_managed, owned_by_managed_parent
 from webhook.admission.names import dns1123_subdomain
@@ -24,6 +20,7 @@ from webhook.admission.review import Request
 from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
+from webhook.api.model import KubeObject
 from webhook.jobs.adapter import PodOwnerAdapter
 
 QUEUE_PATH = key("metadata.labels", c.QUEUE_NAME_LABEL)
@@ -35,20 +32,20 @@ class PodOwnerPolicy:
     def __init__(self, adapter: PodOwnerAdapter) -> None:
         self._adapter = adapter
 
-    def _queued(self, obj: Mapping[str, Any], namespace: str, view: ClusterView, options: AdmissionOptions) -> bool:
+    def _queued(self, obj: KubeObject, namespace: str, view: ClusterView, options: AdmissionOptions) -> bool:
         if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(obj, options):
             return False
-        return bool(objects.labels_of(obj).get(c.QUEUE_NAME_LABEL)) or options.manage_jobs_without_queue_name
+        return bool(obj.metadata.labels.get(c.QUEUE_NAME_LABEL)) or options.manage_jobs_without_queue_name
 
     def mutate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-        obj = request.object
-        if request.operation not in ("CREATE", "UPDATE") or obj is None or objects.is_being_deleted(obj):
+        obj, raw = request.object, request.raw_object
+        if request.operation not in ("CREATE", "UPDATE") or obj is None or obj.metadata.deletion_timestamp is not None:
             return ALLOW
         namespace = request.namespace
         if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(obj, options):
             return ALLOW
-        patch = Patch(obj)
-        labels = objects.labels_of(obj)
+        patch = Patch(raw)
+        labels = obj.metadata.labels
         queue = labels.get(c.QUEUE_NAME_LABEL, "")
         if not queue and request.operation == "CREATE" and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
             queue = c.DEFAULT_LOCAL_QUEUE
@@ -59,7 +56,7 @@ class PodOwnerPolicy:
             patch.set_entry(TEMPLATE_LABELS, c.QUEUE_NAME_LABEL, queue)
         if priority := labels.get(c.PRIORITY_CLASS_LABEL):
             patch.set_entry(TEMPLATE_LABELS, c.PRIORITY_CLASS_LABEL, priority)
-        extra_labels, extra_annotations = self._adapter.template_stamp(obj, namespace)
+        extra_labels, extra_annotations = self._adapter.template_stamp(raw, namespace)
         for name, value in extra_labels.items():
             patch.set_entry(TEMPLATE_LABELS, name, value)
         for name, value in extra_annotations.items():
@@ -67,18 +64,18 @@ class PodOwnerPolicy:
         return allow(patch=patch.ops)
 
     def validate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-        obj = request.object
+        obj, raw = request.object, request.raw_object
         if obj is None or request.operation not in ("CREATE", "UPDATE"):
             return ALLOW
         errors: list[FieldError] = []
-        queue = objects.labels_of(obj).get(c.QUEUE_NAME_LABEL)
+        queue = obj.metadata.labels.get(c.QUEUE_NAME_LABEL)
         if queue is not None and (problem := dns1123_subdomain(queue)):
             errors.append(invalid(QUEUE_PATH, queue, problem))
         old = request.old_object
         if request.operation == "UPDATE" and old is not None and self._queued(old, request.namespace, view, options):
-            group = self._adapter.pod_group(obj, request.namespace)
+            group = self._adapter.pod_group(raw, request.namespace)
             admitted = bool(group) and view.workload_is_admitted(request.namespace, group)
-            for wrong in self._adapter.update_problems(old, obj, admitted=admitted):
+            for wrong in self._adapter.update_problems(request.raw_old_object, raw, admitted=admitted):
                 if wrong.value is None:
                     errors.append(forbidden(wrong.path, wrong.message))
                 else:

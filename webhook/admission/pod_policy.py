@@ -9,10 +9,7 @@ Must not: call the API server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from webhook.admission import names, objects
+from webhook.admission import names
 from webhook.admission.fielderror import FieldError, forbidden, immutable, invalid, key, required
 from webhook.admission.job_policy import default_labels, namespace_is_managed, owned_by_managed_parent
 from webhook.admission.options import POD_FRAMEWORK, AdmissionOptions
@@ -21,6 +18,7 @@ from webhook.admission.review import Request
 from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
+from webhook.api.model import KubeObject
 from webhook.jobs import naming
 
 GROUP_NAME_PATH = key("metadata.labels", c.POD_GROUP_NAME_LABEL)
@@ -30,29 +28,22 @@ QUEUE_PATH = key("metadata.labels", c.QUEUE_NAME_LABEL)
 GATE = {"name": c.ADMISSION_SCHEDULING_GATE}
 
 
-def group_name(pod: Mapping[str, Any]) -> str:
-    return objects.labels_of(pod).get(c.POD_GROUP_NAME_LABEL, "")
-
-
-def is_gated(pod: Mapping[str, Any]) -> bool:
-    return any(
-        isinstance(g, dict) and g.get("name") == c.ADMISSION_SCHEDULING_GATE
-        for g in objects.sequence(pod, "spec", "schedulingGates")
-    )
+def group_name(pod: KubeObject) -> str:
+    return pod.metadata.labels.get(c.POD_GROUP_NAME_LABEL, "")
 
 
 def mutate(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    pod = request.object
+    pod, raw = request.object, request.raw_object
     if request.operation != "CREATE" or pod is None or POD_FRAMEWORK not in options.frameworks:
         return ALLOW
     namespace = request.namespace
     if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(pod, options):
         return ALLOW
-    patch = Patch(pod)
+    patch = Patch(raw)
     if not default_labels(patch, pod, namespace, view, options):
         return ALLOW
     patch.set_entry(("metadata", "labels"), c.MANAGED_LABEL, "true")
-    name, group = objects.name(pod), group_name(pod)
+    name, group = pod.metadata.name, group_name(pod)
     if name or group:
         stamp = naming.pod_workload_name(namespace, name, group)
         patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
@@ -60,9 +51,9 @@ def mutate(request: Request, view: ClusterView, options: AdmissionOptions) -> Ve
     return allow(patch=patch.ops)
 
 
-def _metadata_errors(pod: Mapping[str, Any]) -> list[FieldError]:
+def _metadata_errors(pod: KubeObject) -> list[FieldError]:
     errors: list[FieldError] = []
-    labels, annotations = objects.labels_of(pod), objects.annotations_of(pod)
+    labels, annotations = pod.metadata.labels, pod.metadata.annotations
     if c.MANAGED_LABEL in labels and labels[c.MANAGED_LABEL] != "true":
         errors.append(invalid(MANAGED_PATH, labels[c.MANAGED_LABEL], 'the managed label can only be "true"'))
     if c.QUEUE_NAME_LABEL in labels and (problem := names.dns1123_subdomain(labels[c.QUEUE_NAME_LABEL])):
@@ -102,8 +93,8 @@ def validate(request: Request, view: ClusterView, options: AdmissionOptions) -> 
 
 def _update_errors(
     request: Request,
-    old: Mapping[str, Any],
-    new: Mapping[str, Any],
+    old: KubeObject,
+    new: KubeObject,
     *,
     view: ClusterView,
     options: AdmissionOptions,
@@ -112,9 +103,10 @@ def _update_errors(
     old_group, new_group = group_name(old), group_name(new)
     if old_group and new_group != old_group:
         errors.append(immutable(GROUP_NAME_PATH, f"a pod cannot leave or change its group (was {old_group!r})"))
-    was_managed = objects.labels_of(old).get(c.MANAGED_LABEL) == "true"
-    if was_managed and is_gated(old) and not is_gated(new) and not options.is_trusted(request.username):
-        name = objects.name(new) or request.name
+    was_managed = old.metadata.labels.get(c.MANAGED_LABEL) == "true"
+    gate = c.ADMISSION_SCHEDULING_GATE
+    if was_managed and old.spec.gated(gate) and not new.spec.gated(gate) and not options.is_trusted(request.username):
+        name = new.metadata.name or request.name
         workload = naming.pod_workload_name(request.namespace, name, old_group)
         if not view.workload_is_admitted(request.namespace, workload):
             errors.append(
@@ -125,7 +117,7 @@ def _update_errors(
                     f"(see: kubectl -n {request.namespace} get workload {workload})",
                 )
             )
-    old_annotations, new_annotations = objects.annotations_of(old), objects.annotations_of(new)
+    old_annotations, new_annotations = old.metadata.annotations, new.metadata.annotations
     retriable = c.RETRIABLE_IN_GROUP_ANNOTATION
     if new_group and old_annotations.get(retriable) == "false" and new_annotations.get(retriable) != "false":
         errors.append(

@@ -38,9 +38,9 @@ MAX_FLAVOR_RESOURCES_PER_GROUP = 512
 
 def add_in_use_finalizer(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
     """ResourceFlavor and ClusterQueue CREATE: the finalizer that keeps an in-use object from vanishing."""
-    if request.operation != "CREATE" or request.object is None:
+    if request.operation != "CREATE" or not request.has_object:
         return ALLOW
-    patch = Patch(request.object)
+    patch = Patch(request.raw_object)
     patch.append_unique(("metadata", "finalizers"), c.RESOURCE_IN_USE_FINALIZER)
     return allow(patch=patch.ops)
 
@@ -49,15 +49,15 @@ def add_in_use_finalizer(request: Request, view: ClusterView, options: Admission
 
 
 def validate_resource_flavor(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    flavor = request.object
-    if flavor is None or request.operation not in ("CREATE", "UPDATE"):
+    flavor = request.raw_object
+    if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
     spec = objects.mapping(flavor, "spec")
     errors = label_map_errors(spec.get("nodeLabels"), "spec.nodeLabels")
     errors += _taint_errors(spec.get("nodeTaints"), "spec.nodeTaints")
     errors += _toleration_errors(spec.get("tolerations"), "spec.tolerations")
-    old = request.old_object
-    if old is not None and request.operation == "UPDATE":
+    old = request.raw_old_object
+    if request.has_old_object and request.operation == "UPDATE":
         before = objects.mapping(old, "spec").get("topologyName")
         if before and spec.get("topologyName") != before:
             errors.append(immutable("spec.topologyName", "cannot change once set"))
@@ -143,8 +143,8 @@ def _toleration_errors(raw: object, path: str) -> list[FieldError]:
 
 
 def validate_cluster_queue(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    queue = request.object
-    if queue is None or request.operation not in ("CREATE", "UPDATE"):
+    queue = request.raw_object
+    if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
     spec = objects.mapping(queue, "spec")
     has_cohort = bool(spec.get("cohort") or spec.get("cohortName"))
@@ -197,8 +197,8 @@ def validate_cohort(request: Request, view: ClusterView, options: AdmissionOptio
     A cycle is refused when the cache already shows the Cohorts that close it; two Cohorts created at the same
     moment can still form one, and the scheduler then reports it on the ClusterQueues below.
     """
-    cohort = request.object
-    if cohort is None or request.operation not in ("CREATE", "UPDATE"):
+    cohort = request.raw_object
+    if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
     name = str(objects.mapping(cohort, "metadata").get("name") or "")
     parent = objects.mapping(cohort, "spec").get("parentName")
@@ -394,8 +394,8 @@ def _non_negative(quota: Mapping[str, Any], field: str, path: str, errors: list[
 
 
 def validate_local_queue(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    queue = request.object
-    if queue is None or request.operation not in ("CREATE", "UPDATE"):
+    queue = request.raw_object
+    if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
     errors: list[FieldError] = []
     target = objects.mapping(queue, "spec").get("clusterQueue")
@@ -403,17 +403,16 @@ def validate_local_queue(request: Request, view: ClusterView, options: Admission
         errors.append(required("spec.clusterQueue", "the name of the ClusterQueue this queue submits to"))
     elif problem := names.dns1123_subdomain(target):
         errors.append(invalid("spec.clusterQueue", target, problem))
-    old = request.old_object
-    if request.operation == "UPDATE" and old is not None:
-        before = objects.mapping(old, "spec").get("clusterQueue")
+    if request.operation == "UPDATE" and request.has_old_object:
+        before = objects.mapping(request.raw_old_object, "spec").get("clusterQueue")
         if before != target:
             errors.append(immutable("spec.clusterQueue", f"cannot change (was {before!r}); create a new LocalQueue"))
     return judge(errors)
 
 
 def validate_priority_class(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    wpc = request.object
-    if wpc is None or request.operation not in ("CREATE", "UPDATE"):
+    wpc = request.raw_object
+    if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
     errors: list[FieldError] = []
     value = wpc.get("value")

@@ -2,9 +2,10 @@
 
 Decoding checks the envelope the API server promises (apiVersion, kind, a request with a uid, kind, operation
 and objects of the right shapes) and raises ``MalformedReview`` for anything else; the route turns that into
-HTTP 400 with the reason. Encoding follows what the API server verifies: the uid echoed, the exact
-apiVersion/kind, a base64 JSONPatch with ``patchType: JSONPatch`` only on mutating responses, never a patch on
-validating ones. Must not: apply any policy.
+HTTP 400 with the reason. Each object is decoded once, when a rule first reads it, into the typed ``KubeObject``
+(its metadata, a Pod's gates); the kinds' adapters and the patch read the object as sent.
+Encoding follows what the API server verifies: the uid echoed, the exact apiVersion/kind, a base64 JSONPatch with
+``patchType: JSONPatch`` only on mutating responses, never a patch on validating ones. Must not: apply any policy.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal, NotRequired, TypedDict
 
+import msgspec
 import orjson
 
 from webhook.admission.verdict import Verdict
+from webhook.api.model import KubeObject
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -25,6 +29,7 @@ OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 _MAX_UID = 128
 # Warnings longer than this may be truncated by clients (API server's guidance: keep under 120, never over 256).
 _MAX_WARNING = 256
+_NONE: Mapping[str, Any] = {}
 
 
 class MalformedReview(ValueError):
@@ -84,7 +89,12 @@ class AdmissionReviewWire(TypedDict):
 
 @dataclass(frozen=True)
 class Request:
-    """The parts of an AdmissionRequest the policies read, checked for shape."""
+    """The parts of an AdmissionRequest the policies read, checked for shape.
+
+    The objects come as sent (``raw_object``, ``raw_old_object``: empty when the review has none, as
+    ``has_object`` and ``has_old_object`` say) and typed (``object``, ``old_object``: None then), decoded once, on
+    first use: the job and pod rules read the typed view; the queue and Workload rules check their schema field by
+    field on the object as sent and never pay for a decode they do not read."""
 
     uid: str
     group: str
@@ -97,8 +107,18 @@ class Request:
     username: str
     groups: tuple[str, ...]
     dry_run: bool
-    object: Mapping[str, Any] | None
-    old_object: Mapping[str, Any] | None
+    has_object: bool
+    has_old_object: bool
+    raw_object: Mapping[str, Any]
+    raw_old_object: Mapping[str, Any]
+
+    @cached_property
+    def object(self) -> KubeObject | None:
+        return _typed(self.raw_object, "object") if self.has_object else None
+
+    @cached_property
+    def old_object(self) -> KubeObject | None:
+        return _typed(self.raw_old_object, "oldObject") if self.has_old_object else None
 
 
 def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None = None) -> str:
@@ -108,13 +128,20 @@ def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None 
     return value
 
 
-def _object(raw: Mapping[str, Any], field: str) -> Mapping[str, Any] | None:
+def _object(raw: Mapping[str, Any], field: str) -> dict[str, Any] | None:
     value = raw.get(field)
     if value is None:
         return None
     if not isinstance(value, dict):
         raise MalformedReview(f"request.{field} must be an object or null")
     return value
+
+
+def _typed(obj: Mapping[str, Any], field: str) -> KubeObject:
+    try:
+        return msgspec.convert(obj, KubeObject)
+    except msgspec.ValidationError as err:  # "Expected `str`, got `int` - at `$.metadata.labels[...]`"
+        raise MalformedReview(str(err).replace("`$", f"`request.{field}")) from None
 
 
 def decode(body: bytes) -> Request:
@@ -148,6 +175,7 @@ def decode(body: bytes) -> Request:
     dry_run = request.get("dryRun", False)
     if not isinstance(dry_run, bool):
         raise MalformedReview("request.dryRun must be a boolean")
+    obj, old = _object(request, "object"), _object(request, "oldObject")
     return Request(
         uid=uid,
         group=_str(gvk, "group", "request.kind", default=""),
@@ -160,8 +188,10 @@ def decode(body: bytes) -> Request:
         username=_str(user, "username", "request.userInfo", default=""),
         groups=tuple(groups),
         dry_run=dry_run,
-        object=_object(request, "object"),
-        old_object=_object(request, "oldObject"),
+        has_object=obj is not None,
+        has_old_object=old is not None,
+        raw_object=_NONE if obj is None else obj,
+        raw_old_object=_NONE if old is None else old,
     )
 
 

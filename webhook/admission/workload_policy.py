@@ -49,10 +49,10 @@ def _pod_sets(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def validate(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    workload = request.object
-    if workload is None or request.operation not in ("CREATE", "UPDATE"):
+    workload = request.raw_object
+    if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
-    old = request.old_object if request.operation == "UPDATE" else None
+    old = request.raw_old_object if request.operation == "UPDATE" and request.has_old_object else None
     errors = workload_errors(workload, old)
     if old is not None:
         errors += update_errors(workload, old)

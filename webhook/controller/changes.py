@@ -7,6 +7,8 @@ groups and Workloads a change concerns:
 - a Workload → itself, the jobs that go with its name (the one Turnstile created for them, or the prebuilt one they
   name) or own it, and the pod group of its name;
 - a pod → its pod group (before and after the change, should its group label move);
+- a pod group's sizing owner (a StatefulSet) → the group it names (its size and queue are read from it) and the
+  Workloads it owns;
 - anything else (a queue, a flavor, a namespace, a LimitRange, a priority class...) may concern every object:
   everything is marked.
 Quiet observations (a pending reason, a queue's status we wrote ourselves) mark nothing. The indexes it keeps
@@ -23,7 +25,7 @@ from typing import Any
 from webhook.controller.cache import Change, ClusterCache
 from webhook.controller.workqueue import WorkQueue
 from webhook.jobs import pod_group, registry, suspendable
-from webhook.jobs.adapter import JobKind
+from webhook.jobs.adapter import JobKind, PodOwnerAdapter
 from webhook.kube.objects import Object, ObjectKey, key_of
 from webhook.kube.resources import POD, WORKLOAD, Resource
 
@@ -38,11 +40,13 @@ class ChangeRouter:
         job_kinds: Mapping[Resource, JobKind],
         frameworks: frozenset[str],
         pod_groups: bool,
+        group_owners: Mapping[Resource, PodOwnerAdapter] | None = None,
     ) -> None:
         self._cache = cache
         self._kinds = dict(job_kinds)
         self._frameworks = frameworks
         self._pod_groups = pod_groups
+        self._group_owners = dict(group_owners or {}) if pod_groups else {}
         self.jobs: dict[Resource, WorkQueue[ObjectKey]] = {res: WorkQueue() for res in self._kinds}
         self.groups: WorkQueue[ObjectKey] = WorkQueue()  # (namespace, Workload name)
         self.workloads: WorkQueue[ObjectKey] = WorkQueue()
@@ -83,6 +87,9 @@ class ChangeRouter:
         elif resource == WORKLOAD:
             if not quiet:
                 self._workload_changed(change)
+        elif resource in self._group_owners:
+            if not quiet:
+                self._group_owner_changed(change)
         elif not quiet:
             self.add_all()
 
@@ -134,6 +141,18 @@ class ChangeRouter:
             group = self._index_pod(change.key, obj, add=add)
             if mark:
                 self.groups.add(group)
+
+    def _group_owner_changed(self, change: Change) -> None:
+        adapter = self._group_owners[change.resource]
+        for obj in (change.old, change.new):
+            if obj is None:
+                continue
+            group = adapter.pod_group(obj, change.key.namespace)
+            if group:
+                self.groups.add(ObjectKey(change.key.namespace, group))
+            uid = _meta(obj).get("uid")
+            for workload in self._cache.workloads_owned_by(str(uid)) if uid else ():
+                self.workloads.add(key_of(workload))
 
     # -- indexes ------------------------------------------------------------------------------------------
 

@@ -21,8 +21,9 @@ per enabled kind. For a job in a managed namespace (below, "Job" is any such kin
 7. once the Job is stopped and restored, an evicted Workload gives its quota back and is requeued.
 Every write carries the resourceVersion read, and its result goes straight into the cache so the next pass
 does not repeat it. A job whose controller owner is itself an enabled kind (a JobSet's Jobs) is left to that
-owner. Steps 3-7 are the state machine all kinds share (``webhook.jobs.steps``, pod groups too); what each step
-means for this kind is the adapter's; this module only sequences and writes.
+owner. Steps 3-7 are the state machine all kinds share, taken by ``webhook.controller.statemachine`` (pod groups'
+too); this module is the mechanism of kinds suspended as a whole (``_Suspended``: what each step does to the job)
+and steps 0-2; what each step means for the kind is the adapter's.
 """
 
 from __future__ import annotations
@@ -38,14 +39,15 @@ from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import release_in_use
+from webhook.controller.statemachine import StateMachine
 from webhook.controller.watches import resource_of
 from webhook.jobs import batch_job, registry, suspendable
 from webhook.jobs import workload as wl_life
 from webhook.jobs.adapter import Finish, SuspendableAdapter
 from webhook.jobs.poddefaults import PodDefaults
-from webhook.jobs.podset import PodSetMergeError, podset_infos
-from webhook.jobs.priority import Priority, resolve
-from webhook.jobs.steps import JobState, Step, next_step
+from webhook.jobs.podset import PodSetInfo
+from webhook.jobs.priority import Priority
+from webhook.jobs.steps import JobState
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object, ObjectKey
@@ -73,7 +75,7 @@ class JobSync:
         self._kube = kube
         self._cache = cache
         self._events = events
-        self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
+        self._machine = StateMachine(kube, cache, events=events, track_pods_ready=track_pods_ready)
         self._manage_without_queue_name = manage_without_queue_name
         # admission_mismatch per (job, workload, defaults) version: every pass checks every admitted job, and
         # the answer changes only when one of the three does.
@@ -137,56 +139,8 @@ class JobSync:
     async def _take_step(
         self, job: Object, workload: Object, defaults: PodDefaults, finish: Finish, now: datetime.datetime
     ) -> None:
-        """3-7: the shared state machine (webhook.jobs.steps); the writes are this kind's."""
-        suspended = self._adapter.is_suspended(job)
-        state = JobState(
-            done=finish.done,
-            waiting=suspended,
-            running=not suspended,
-            active_pods=self._adapter.has_active_pods(job),
-            stopping=self._adapter.is_stopping(job),
-        )
-        step = next_step(workload, state)
-        if step is Step.FINISH:
-            # 3. Finished.
-            if not wl_life.is_finished(workload):
-                workload = await self._write_status(
-                    wl_life.finished(workload, succeeded=finish.succeeded, message=finish.message, now=now)
-                )
-                await self._events.record(job, type="Normal", reason="Finished", message=finish.message, now=now)
-            await self._drop_finalizer(workload)
-        elif step is Step.CLOSED:
-            await self._drop_finalizer(workload)
-        elif step is Step.RESTORE:
-            # 4. Stopped but its template not yet restored: restore it as soon as the API server allows (once the
-            #    Job controller has removed its pods); nothing else happens to the Job before that.
-            if self._adapter.template_mutable(job):
-                await self._restore(job, workload)
-        elif step in (Step.RELEASE, Step.TRACK):
-            await self._run_admitted(job, workload, defaults, release=step is Step.RELEASE, now=now)
-        elif step is Step.STOP:
-            # 6. Not admitted (or evicted) but running: stop.
-            evicted = wl_life.is_evicted(workload)
-            why = "evicted: " + _evict_reason(workload) if evicted else "not admitted by a ClusterQueue"
-            await self._stop(job, workload, why, now)
-        elif step is Step.GIVE_BACK:
-            # 7. Stopped, restored and evicted: give the quota back once no pod of the Job is left running.
-            await self._write_status(wl_life.released(workload, now=now))
-
-    async def _run_admitted(
-        self, job: Object, workload: Object, defaults: PodDefaults, *, release: bool, now: datetime.datetime
-    ) -> None:
-        """5. Admitted: release, if the Job still fits what was admitted (else the admission is discarded); once
-        released, keep its PodsReady current."""
-        mismatch = self._admission_mismatch(job, workload, defaults)
-        if mismatch is not None:
-            await self._discard(job, workload, mismatch, now)
-        elif release:
-            await self._start(job, workload, now)
-        elif self._track_pods_ready:
-            body = wl_life.pods_ready(workload, ready=self._adapter.pods_ready(job), now=now)
-            if body is not None:
-                await self._write_status(body)
+        """3-7: the shared state machine; what each step does to the job is ``_Suspended``'s."""
+        await self._machine.take_step(workload, _Suspended(self, job, finish, defaults), now)
 
     # -- steps ----------------------------------------------------------------------------------------------
 
@@ -367,14 +321,7 @@ class JobSync:
         return result
 
     def _priority(self, job: Object) -> Priority:
-        return resolve(
-            job,
-            workload_priority_classes={
-                (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
-            },
-            priority_classes=self._cache.priority_classes(),
-            template_spec=self._adapter.priority_template(job),
-        )
+        return self._machine.priority(job, template_spec=self._adapter.priority_template(job))
 
     async def _create_workload(self, job: Object) -> None:
         priority = self._priority(job)
@@ -386,14 +333,7 @@ class JobSync:
             priority_class_name=priority.class_name,
             priority_class_source=priority.source,
         )
-        try:
-            created = await self._kube.create(WORKLOAD, body)
-        except errors.AlreadyExists:
-            return  # the cache has not seen it yet; the next pass will
-        self._cache.observe(WORKLOAD, created)
-        await self._events.record(
-            job, type="Normal", reason="CreatedWorkload", message=f"Created Workload: {created['metadata']['name']}"
-        )
+        await self._machine.create_workload(body, subjects=(job,))
 
     async def _refresh_pending(self, job: Object, workload: Object) -> Object:
         spec = workload.get("spec") or {}
@@ -409,21 +349,15 @@ class JobSync:
         await self._events.record(job, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
         return result
 
-    async def _start(self, job: Object, workload: Object, now: datetime.datetime) -> None:
+    async def _start(self, job: Object, workload: Object, infos: Mapping[str, PodSetInfo]) -> None:
+        """5. Unsuspended with the flavors (``PodSetMergeError`` when they conflict with the template)."""
         admission = (workload.get("status") or {}).get("admission") or {}
-        flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
-        try:
-            infos = podset_infos(admission, flavors)
-            counts = {
-                str(a.get("name")): int(a["count"])
-                for a in admission.get("podSetAssignments") or []
-                if a.get("count") is not None
-            }
-            running = self._adapter.released(job, infos, counts)
-        except PodSetMergeError as exc:
-            await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
-            await self._events.record(job, type="Warning", reason="FailedToStart", message=str(exc), now=now)
-            return
+        counts = {
+            str(a.get("name")): int(a["count"])
+            for a in admission.get("podSetAssignments") or []
+            if a.get("count") is not None
+        }
+        running = self._adapter.released(job, infos, counts)
         result = await self._kube.replace(self.resource, running)
         self._cache.observe(self.resource, result)
         cq = admission.get("clusterQueue", "")
@@ -453,9 +387,56 @@ class JobSync:
         self._cache.observe(self.resource, restored)
 
     async def _write_status(self, workload: Object) -> Object:
-        result = await self._kube.replace_status(WORKLOAD, workload)
-        self._cache.observe(WORKLOAD, result)
-        return result
+        return await self._machine.write_status(workload)
+
+
+class _Suspended:
+    """The mechanism of kinds suspended as a whole, for one job: what each step of the state machine does to it."""
+
+    def __init__(self, sync: JobSync, job: Object, end: Finish, defaults: PodDefaults) -> None:
+        self._sync = sync
+        self._job = job
+        self._end = end
+        self._defaults = defaults
+        adapter = sync._adapter
+        suspended = adapter.is_suspended(job)
+        self.state = JobState(
+            done=end.done,
+            waiting=suspended,
+            running=not suspended,
+            active_pods=adapter.has_active_pods(job),
+            stopping=adapter.is_stopping(job),
+        )
+        self.subjects = (job,)
+
+    def ended(self) -> Finish:
+        return self._end
+
+    async def let_go(self, workload: Object) -> None:
+        await self._sync._drop_finalizer(workload)
+
+    async def restore(self, workload: Object) -> None:
+        # (once the Job controller has removed its pods)
+        if self._sync._adapter.template_mutable(self._job):
+            await self._sync._restore(self._job, workload)
+
+    async def fits(self, workload: Object, now: datetime.datetime) -> bool:
+        """A Job that no longer fits what was admitted (pod count, per-pod requests) has its admission discarded."""
+        mismatch = self._sync._admission_mismatch(self._job, workload, self._defaults)
+        if mismatch is not None:
+            await self._sync._discard(self._job, workload, mismatch, now)
+        return mismatch is None
+
+    async def release(self, workload: Object, infos: Mapping[str, PodSetInfo], now: datetime.datetime) -> None:
+        await self._sync._start(self._job, workload, infos)
+
+    def pods_ready(self, workload: Object) -> bool:
+        return self._sync._adapter.pods_ready(self._job)
+
+    async def stop(self, workload: Object, now: datetime.datetime) -> None:
+        evicted = wl_life.is_evicted(workload)
+        why = "evicted: " + _evict_reason(workload) if evicted else "not admitted by a ClusterQueue"
+        await self._sync._stop(self._job, workload, why, now)
 
 
 def _evict_reason(workload: Mapping[str, Any]) -> str:

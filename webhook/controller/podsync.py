@@ -9,8 +9,15 @@ For each group of managed pods (a single pod is a group of one), in order:
 4. running without admission (evicted, say) → the group's pods that still run are deleted (pods cannot be
    suspended; a StatefulSet makes them again, gated, and its Workload is kept for them), then an evicted
    Workload's quota is released, once none of its deleted pods still runs on its node (as Kueue waits).
-Steps 2-4 are the state machine every kind shares (``webhook.jobs.steps``, as ``JobSync``'s steps 3-7): only what
-they mean for pods is here. Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
+A group whose pods' controller is a kind that sizes its group (a StatefulSet: ``registry.group_owners``) takes its
+size and queue from the live object, not from what its template stamped on the pods (``kubectl scale`` goes
+through /scale, which no webhook sees): the queue label goes down to its pods (Kueue's ``syncQueueLabel``), a pending
+Workload follows the size and the queue, and an admitted one of another size is evicted (``Resized``) and queued
+again at the new size, since an admitted Workload's pod sets are fixed; scaled to zero with no pod left, a
+Workload the owner kept (step 4) is deleted.
+Steps 2-4 are the state machine every kind shares, taken by ``webhook.controller.statemachine`` (as ``JobSync``'s
+steps 3-7): here is only what each step does to pods (``_Gated``, the gate-per-pod mechanism) and step 1.
+Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
 """
 
 from __future__ import annotations
@@ -18,21 +25,24 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from webhook.api.constants import QUEUE_NAME_LABEL
 from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
-from webhook.jobs import pod_group
+from webhook.controller.statemachine import StateMachine
+from webhook.controller.watches import resource_of
+from webhook.jobs import pod_group, registry
 from webhook.jobs import workload as wl_life
-from webhook.jobs.podset import PodSetMergeError, podset_infos
-from webhook.jobs.priority import resolve
+from webhook.jobs.adapter import Finish, PodOwnerAdapter
+from webhook.jobs.podset import PodSetInfo
 from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object
-from webhook.kube.resources import POD, WORKLOAD
+from webhook.kube.objects import Object, ObjectKey, labels_of
+from webhook.kube.resources import POD, WORKLOAD, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
@@ -43,14 +53,82 @@ def _idle(leaving: bool) -> JobState:
     return JobState(done=False, waiting=False, running=False, active_pods=leaving)
 
 
+class _Owner:
+    """The live object a group's pods belong to, when its kind sizes the group (a StatefulSet)."""
+
+    def __init__(self, adapter: PodOwnerAdapter, obj: Object) -> None:
+        self.adapter = adapter
+        self.obj = obj
+        self.size = adapter.group_size(obj)
+        self.queue = labels_of(obj).get(QUEUE_NAME_LABEL, "")
+
+
 class PodGroupSync:
     def __init__(
-        self, kube: Kube, cache: ClusterCache, *, events: EventRecorder, track_pods_ready: bool = False
+        self,
+        kube: Kube,
+        cache: ClusterCache,
+        *,
+        events: EventRecorder,
+        track_pods_ready: bool = False,
+        frameworks: Iterable[str] = (pod_group.ADAPTER.framework,),
     ) -> None:
-        self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
         self._kube = kube
         self._cache = cache
         self._events = events
+        self._machine = StateMachine(kube, cache, events=events, track_pods_ready=track_pods_ready)
+        self._owners: dict[tuple[str, str], tuple[PodOwnerAdapter, Resource]] = {
+            (a.kind.group, a.kind.kind): (a, resource_of(a)) for a in registry.group_owners(frameworks)
+        }
+
+    @property
+    def group_owners(self) -> dict[Resource, PodOwnerAdapter]:
+        """The kinds whose live objects size their pods' groups (watched, read only), by resource."""
+        return {resource: adapter for adapter, resource in self._owners.values()}
+
+    def scaled_to_zero(self) -> list[Object]:
+        """The owners scaled to zero whose group has no pod left but whose Workload they keep (step 4's keeper)."""
+        found: list[Object] = []
+        for adapter, resource in self._owners.values():
+            for obj in self._cache.items(resource):
+                meta = obj.get("metadata") or {}
+                namespace = meta.get("namespace", "")
+                group = adapter.pod_group(obj, namespace)
+                if not group or adapter.group_size(obj) != 0 or self._cache.pod_group(namespace, group):
+                    continue
+                workload = self._cache.workload(namespace, group)
+                owners = ((workload or {}).get("metadata") or {}).get("ownerReferences") or []
+                if any(o.get("uid") == meta.get("uid") for o in owners):
+                    found.append(obj)
+        return found
+
+    async def let_go(self, owner: Object) -> None:
+        """Scaled to zero before its pods came back: nothing of the group runs or waits, so the Workload it kept goes
+        (it would otherwise be admitted and hold quota for pods that will not come)."""
+        for workload in self._cache.workloads_owned_by(str((owner.get("metadata") or {}).get("uid") or "")):
+            meta = workload["metadata"]
+            with contextlib.suppress(errors.NotFound, errors.Conflict):
+                await self._kube.delete(WORKLOAD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
+            self._cache.forget(WORKLOAD, ObjectKey(meta["namespace"], meta["name"]))
+            log.info("deleted the Workload of a pod group scaled to zero", extra=object_fields(workload))
+
+    def _owner(self, pods: Sequence[Object]) -> _Owner | None:
+        """The live object sizing this group: the controller all its pods share, if its kind sizes groups and it
+        names this group (a reference alone is not trusted: the object must exist with that uid)."""
+        ref = pod_group.controller_of(pods)
+        if ref is None:
+            return None
+        entry = self._owners.get((str(ref.get("apiVersion", "")).rpartition("/")[0], str(ref.get("kind", ""))))
+        if entry is None:
+            return None
+        adapter, resource = entry
+        namespace = (pods[0].get("metadata") or {}).get("namespace", "")
+        obj = self._cache.get(resource, ObjectKey(namespace, str(ref.get("name", ""))))
+        if obj is None or (obj.get("metadata") or {}).get("uid") != ref.get("uid"):
+            return None
+        if adapter.pod_group(obj, namespace) != pod_group.group_of(pods[0]):
+            return None
+        return _Owner(adapter, obj)
 
     def groups(self) -> list[list[Object]]:
         by_workload: dict[tuple[str, str], list[Object]] = {}
@@ -69,39 +147,29 @@ class PodGroupSync:
             if workload is not None and next_step(workload, _idle(leaving)) is Step.GIVE_BACK:
                 await self._write_status(wl_life.released(workload, now=now))
             return
-        done, succeeded = pod_group.finished(pods)
+        done, _ = pod_group.finished(pods)
+        owner = self._owner(pods)
+        if owner is not None and await self._sync_queue_label(pods, owner):
+            return  # the next pass sees the pods with their owner's queue
 
         # 1. The Workload, once the group is complete.
         if workload is None:
-            if not done and pod_group.ready_for_workload(pods):
-                await self._create(pods)
+            if not done and pod_group.ready_for_workload(pods) and (owner is None or owner.size > 0):
+                await self._create(pods, size=None if owner is None else owner.size)
             return
         if wl_life.is_finished(workload):
             return  # (the shared state machine would say CLOSED: a pod group has no finalizer to drop)
         if newcomers := pod_group.unowned(pods, workload):
             workload = await self._adopt(workload, pods, newcomers)
+        if owner is not None:
+            workload = await self._follow(workload, owner, now)
 
-        # 2-4: the state machine every kind shares (webhook.jobs.steps); gating is how pods are suspended.
-        running = pod_group.running(pods)
-        waiting = any(pod_group.is_gated(p) for p in pods)
-        state = JobState(done=done, waiting=waiting, running=bool(running), active_pods=bool(running) or leaving)
-        step = next_step(workload, state)
-        if step is Step.FINISH:
-            # 2. Finished.
-            message = "All pods succeeded" if succeeded else "Some pods failed"
-            await self._write_status(wl_life.finished(workload, succeeded=succeeded, message=message, now=now))
-        elif step is Step.RELEASE:
-            # 3. Admitted: ungate.
-            await self._release(pods, workload, now)
-        elif step is Step.TRACK:
-            if self._track_pods_ready:
-                body = wl_life.pods_ready(workload, ready=pod_group.pods_ready(pods, workload), now=now)
-                if body is not None:
-                    await self._write_status(body)
-        elif step is Step.STOP:
-            await self._stop(workload, pods, running, leaving=leaving, now=now)
-        elif step is Step.GIVE_BACK:
-            await self._write_status(wl_life.released(workload, now=now))
+        # 2-4: the state machine every kind shares; gating is how pods are suspended.
+        await self._machine.take_step(workload, _Gated(self, pods, leaving=leaving), now)
+        if owner is not None and (latest := self._cache.workload(namespace, workload["metadata"]["name"])):
+            # Its quota just went back (evicted as resized, say): the new size now, before the scheduler's turn
+            # in this same pass could admit it again at the old one.
+            await self._follow(latest, owner, now)
 
     async def _stop(
         self,
@@ -126,46 +194,67 @@ class PodGroupSync:
         if wl_life.is_evicted(workload) and wl_life.holds_quota(workload) and not leaving:
             await self._write_status(wl_life.released(workload, now=now))
 
-    async def _create(self, pods: Sequence[Object]) -> None:
+    async def _sync_queue_label(self, pods: Sequence[Object], owner: _Owner) -> bool:
+        """The owner's queue goes down to its pods (its webhook changes it only while the group waits, and its
+        template's label only reaches pods made later); True when a pod was changed."""
+        if not owner.queue or owner.size == 0:
+            return False
+        changed = False
+        for pod in pods:
+            if labels_of(pod).get(QUEUE_NAME_LABEL) != owner.queue:
+                meta = pod["metadata"]
+                body = {"metadata": {"labels": {QUEUE_NAME_LABEL: owner.queue}}}
+                with contextlib.suppress(errors.NotFound):
+                    self._cache.observe(
+                        POD, await self._kube.patch(POD, meta["name"], body, namespace=meta["namespace"])
+                    )
+                    changed = True
+        return changed
+
+    async def _follow(self, workload: Object, owner: _Owner, now: datetime.datetime) -> Object:
+        """The Workload follows its owner's size and queue: updated while pending; admitted at another size, it is
+        evicted (its pod sets are fixed while it holds quota) and, once its pods are stopped, queued again."""
+        count = pod_group.count_of(workload)
+        queue = str((workload.get("spec") or {}).get("queueName") or "")
+        if owner.size == 0 or (count == owner.size and queue == (owner.queue or queue)):
+            return workload
+        if not wl_life.holds_quota(workload):
+            result = await self._kube.replace(
+                WORKLOAD, pod_group.resized(workload, size=owner.size, queue=owner.queue or queue)
+            )
+            self._cache.observe(WORKLOAD, result)
+            message = (
+                f"Workload follows its {owner.adapter.kind.kind}: {owner.size} pods in queue {owner.queue or queue}"
+            )
+            await self._events.record(owner.obj, type="Normal", reason="UpdatedWorkload", message=message, now=now)
+            return result
+        if count == owner.size or wl_life.is_evicted(workload):
+            return workload
+        kind, name = owner.adapter.kind.kind, owner.obj["metadata"]["name"]
+        message = f"{kind} {name} scaled from {count} to {owner.size} pods: queued again for the new size"
+        result = await self._write_status(wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now))
+        await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
+        return result
+
+    async def _create(self, pods: Sequence[Object], *, size: int | None = None) -> None:
         first = pods[0]
-        priority = resolve(
-            first,
-            workload_priority_classes={
-                (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
-            },
-            priority_classes=self._cache.priority_classes(),
-            template_spec=pod_group.ADAPTER.priority_template(first),
-        )
-        body = pod_group.workload_for(pods, priority=priority.value)
+        priority = self._machine.priority(first, template_spec=pod_group.ADAPTER.priority_template(first))
+        body = pod_group.workload_for(pods, priority=priority.value, size=size)
         if priority.class_name and priority.source:
             body["spec"]["priorityClassRef"] = priority_class_ref_wire(priority.source, priority.class_name)
-        try:
-            created = await self._kube.create(WORKLOAD, body)
-        except errors.AlreadyExists:
-            return
-        self._cache.observe(WORKLOAD, created)
-        message = f"Created Workload: {created['metadata']['name']}"
-        for pod in pods:
-            await self._events.record(pod, type="Normal", reason="CreatedWorkload", message=message)
+        await self._machine.create_workload(body, subjects=pods)
 
-    async def _release(self, pods: Sequence[Object], workload: Mapping[str, Any], now: datetime.datetime) -> None:
-        admission = (workload.get("status") or {}).get("admission") or {}
-        flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
-        try:
-            infos = podset_infos(admission, flavors)
-        except PodSetMergeError as exc:
-            await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
-            return
+    async def _release(
+        self, pods: Sequence[Object], workload: Mapping[str, Any], infos: Mapping[str, PodSetInfo]
+    ) -> None:
+        """3. Admitted: the gated pods, up to each PodSet's count, ungated with the flavors (``PodSetMergeError``
+        when a pod's node selector conflicts with them)."""
+        cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
         for pod in pod_group.releasable(pods, workload):
             meta = pod["metadata"]
-            try:
-                patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
-            except ValueError as exc:
-                await self._write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
-                return
+            patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
             result = await self._kube.patch(POD, meta["name"], patch, namespace=meta["namespace"])
             self._cache.observe(POD, result)
-            cq = admission.get("clusterQueue", "")
             await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
         log.debug("pod group released", extra=object_fields(dict(workload)))
 
@@ -176,8 +265,10 @@ class PodGroupSync:
         group's Workload across its pods' replacement."""
         keeper = pod_group.controller_of(group)
         gone = {(p.get("metadata") or {}).get("uid") for p in stopping}
+        # Owners that stay: pods of the group not being stopped (pods deleted already, by a scale-down say, do not).
+        staying = {(p.get("metadata") or {}).get("uid") for p in group} - gone
         owners = list((workload.get("metadata") or {}).get("ownerReferences") or [])
-        if keeper is None or any(o.get("uid") not in gone for o in owners):
+        if keeper is None or any(o.get("uid") in staying or o.get("uid") == keeper["uid"] for o in owners):
             return workload
         meta = workload["metadata"]
         result = await self._kube.patch(
@@ -200,6 +291,43 @@ class PodGroupSync:
         self._cache.observe(WORKLOAD, result)
         return result
 
-    async def _write_status(self, workload: Object) -> None:
-        result = await self._kube.replace_status(WORKLOAD, workload)
-        self._cache.observe(WORKLOAD, result)
+    async def _write_status(self, workload: Object) -> Object:
+        return await self._machine.write_status(workload)
+
+
+class _Gated:
+    """The mechanism of pods gated one by one, for one group: what each step of the state machine does to it
+    (released is ungated; stopped is deleted, since pods cannot be suspended; nothing to restore)."""
+
+    def __init__(self, sync: PodGroupSync, pods: Sequence[Object], *, leaving: bool) -> None:
+        self._sync = sync
+        self._pods = pods
+        self._leaving = leaving
+        self._running = pod_group.running(pods)
+        self._done, self._succeeded = pod_group.finished(pods)
+        waiting = any(pod_group.is_gated(p) for p in pods)
+        running = bool(self._running)
+        self.state = JobState(done=self._done, waiting=waiting, running=running, active_pods=running or leaving)
+        self.subjects = pods
+
+    def ended(self) -> Finish:
+        message = "All pods succeeded" if self._succeeded else "Some pods failed"
+        return Finish(done=self._done, succeeded=self._succeeded, message=message)
+
+    async def let_go(self, workload: Object) -> None:
+        return None  # a pod group holds no finalizer on its Workload
+
+    async def restore(self, workload: Object) -> None:
+        return None  # a deleted pod is made again from its owner's template: nothing of the flavor stays
+
+    async def fits(self, workload: Object, now: datetime.datetime) -> bool:
+        return True  # pods beyond an admitted count are not released (``pod_group.releasable``)
+
+    async def release(self, workload: Object, infos: Mapping[str, PodSetInfo], now: datetime.datetime) -> None:
+        await self._sync._release(self._pods, workload, infos)
+
+    def pods_ready(self, workload: Object) -> bool:
+        return pod_group.pods_ready(self._pods, workload)
+
+    async def stop(self, workload: Object, now: datetime.datetime) -> None:
+        await self._sync._stop(workload, self._pods, self._running, leaving=self._leaving, now=now)

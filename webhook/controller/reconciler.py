@@ -110,7 +110,7 @@ class Reconciler:
             for adapter in registry.suspendable(enabled)
         ]
         self.pods = (
-            PodGroupSync(kube, cache, events=recorder, track_pods_ready=tracking)
+            PodGroupSync(kube, cache, events=recorder, track_pods_ready=tracking, frameworks=enabled)
             if any(a.managed_through_pods and not a.pod_owner for a in registry.enabled(enabled))
             else None
         )
@@ -144,6 +144,7 @@ class Reconciler:
             job_kinds={resource_of(a): a.kind for a in registry.suspendable(enabled)},
             frameworks=enabled,
             pod_groups=self.pods is not None,
+            group_owners=self.pods.group_owners if self.pods is not None else {},
         )
         self.passes = 0
         self.errors = 0  # unexpected exceptions while reconciling one object (logged with their traceback)
@@ -185,6 +186,7 @@ class Reconciler:
             await self._each(jobs, functools.partial(kind.sync, now=now), queue=work, now=now)
         if self.pods is not None:
             await self._sync_groups(self.pods, now)
+            await self._each(self.pods.scaled_to_zero(), self.pods.let_go)
         workloads = self._workloads_to_sync(now)
         wakes = await self._each(
             workloads, lambda wl: self.workloads.sync(wl, now), queue=self._router.workloads, now=now

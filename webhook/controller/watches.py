@@ -12,6 +12,8 @@ Filters, and why they are enough for now:
 - LimitRanges and RuntimeClasses: what the API server will add to a job's pods, so Workloads ask for it.
 - Pods (kinds managed through their pods): only managed ones (``kueue.x-k8s.io/managed=true``, stamped by the
   pod webhook).
+- Kinds whose pods form one group sized by the live object (StatefulSets): all of them (few, and a queue label
+  alone would miss one that slipped past the webhook); never written.
 - Everything else: every object of the kind.
 """
 
@@ -65,6 +67,8 @@ def watch_specs(frameworks: Iterable[str]) -> tuple[WatchSpec, ...]:
         for child in (spec, *(WatchSpec(resource_of_kind(k)) for k in adapter.children)):
             if all(s.resource != child.resource for s in specs):
                 specs.append(child)
+    # Read only: the live size of their pods' group (a resize may come through /scale, which no webhook sees).
+    specs += [WatchSpec(resource_of(adapter)) for adapter in registry.group_owners(frameworks)]
     return tuple(specs)
 
 

@@ -53,30 +53,11 @@ def find_fair_victims(
 
     ``book`` is the pass's future book, as for ``find_victims``; it is left exactly as it was found.
     """
-    cq = preemptor.cluster_queue
-    quota = book.queues[cq.name]
-    short = preemptor.short
-
-    def useful(h: Holder) -> bool:
-        return h.key not in taken and any(fr in short for fr in h.usage)
-
-    candidates: dict[str, list[Holder]] = {}
-    own = [h for h in holders_by_queue.get(cq.name, ()) if useful(h)]
-    own = [h for h in own if within_queue_allows(cq.preemption.within_cluster_queue, preemptor, h)]
-    if own:
-        candidates[cq.name] = own
-    reclaim = cq.preemption.reclaim_within_cohort
-    if quota.parent is not None and reclaim != "Never":
-        for name in pool_queues:
-            node = book.queues[name]
-            if name == cq.name or not any(node.borrowing(fr) for fr in short):
-                continue  # nothing to reclaim from a queue within its own quota
-            listed = [h for h in holders_by_queue.get(name, ()) if useful(h) and reclaim_allows(reclaim, preemptor, h)]
-            if listed:
-                candidates[name] = listed
+    quota = book.queues[preemptor.cluster_queue.name]
+    # 1. The candidates, by queue: the preemptor's own and, when it may reclaim, those of queues that borrow.
+    candidates = _candidates(book, preemptor, holders_by_queue, pool_queues, taken)
     if not candidates:
         return None
-
     removed: list[tuple[Holder, str]] = []
     relied: list[tuple[QuotaNode, tuple[float, float]]] = []  # the preemptor's side and share a strategy passed on
 
@@ -90,24 +71,73 @@ def find_fair_victims(
         quota.add(preemptor.usage, 1)
         return ok
 
-    quota.add(preemptor.usage, 1)  # every share includes the incoming workload
+    # 2. The search, with the incoming workload in every share: the first strategy, then the second on what the
+    #    first refused.
+    quota.add(preemptor.usage, 1)
     try:
         found, retry = _first_strategy(book, shares, preemptor, candidates, strategies[0], take)
         if not found and len(strategies) > 1 and strategies[1] == LESS_THAN_INITIAL_SHARE:
             found = _second_strategy(book, shares, preemptor, retry, take)
     finally:
         quota.add(preemptor.usage, -1)
-    chosen = list(removed)
-    if found:
-        for h, reason in reversed(removed[:-1]):  # give back every victim not needed after all, newest first
-            book.queues[h.cluster_queue].add(h.usage, 1)
-            if fits(quota, preemptor.usage, borrow=True) and _still_fair(shares, quota, preemptor, relied):
-                chosen.remove((h, reason))
-            else:
-                book.queues[h.cluster_queue].add(h.usage, -1)
+    # 3. Every victim not needed after all given back; the book restored as it was found.
+    chosen = _given_back(book, shares, preemptor, removed, relied) if found else list(removed)
     for h, _ in chosen:
         book.queues[h.cluster_queue].add(h.usage, 1)
     return chosen if found else None
+
+
+def _candidates(
+    book: QuotaBook,
+    preemptor: Preemptor,
+    holders_by_queue: Mapping[str, Sequence[Holder]],
+    pool_queues: Sequence[str],
+    taken: Container[tuple[str, str]],
+) -> dict[str, list[Holder]]:
+    """The workloads the preemptor may evict, by queue, among those using a flavor-resource where it is short."""
+    cq = preemptor.cluster_queue
+    short = preemptor.short
+
+    def useful(h: Holder) -> bool:
+        return h.key not in taken and any(fr in short for fr in h.usage)
+
+    candidates: dict[str, list[Holder]] = {}
+    own = [h for h in holders_by_queue.get(cq.name, ()) if useful(h)]
+    own = [h for h in own if within_queue_allows(cq.preemption.within_cluster_queue, preemptor, h)]
+    if own:
+        candidates[cq.name] = own
+    reclaim = cq.preemption.reclaim_within_cohort
+    if book.queues[cq.name].parent is None or reclaim == "Never":
+        return candidates
+    for name in pool_queues:
+        node = book.queues[name]
+        if name == cq.name or not any(node.borrowing(fr) for fr in short):
+            continue  # nothing to reclaim from a queue within its own quota
+        listed = [h for h in holders_by_queue.get(name, ()) if useful(h) and reclaim_allows(reclaim, preemptor, h)]
+        if listed:
+            candidates[name] = listed
+    return candidates
+
+
+def _given_back(
+    book: QuotaBook,
+    shares: Shares,
+    preemptor: Preemptor,
+    removed: Sequence[tuple[Holder, str]],
+    relied: Sequence[tuple[QuotaNode, tuple[float, float]]],
+) -> list[tuple[Holder, str]]:
+    """The victims still needed once the preemptor fits: every one but the last is given back, newest first, if the
+    preemptor still fits (and stays as fair as the strategies relied on) without it. Leaves the chosen ones out of
+    ``book``, as the search did."""
+    quota = book.queues[preemptor.cluster_queue.name]
+    chosen = list(removed)
+    for h, reason in reversed(removed[:-1]):
+        book.queues[h.cluster_queue].add(h.usage, 1)
+        if fits(quota, preemptor.usage, borrow=True) and _still_fair(shares, quota, preemptor, relied):
+            chosen.remove((h, reason))
+        else:
+            book.queues[h.cluster_queue].add(h.usage, -1)
+    return chosen
 
 
 def _still_fair(

@@ -101,6 +101,16 @@ class PodOwnerAdapter(JobAdapter, Protocol):
         """What this kind refuses on an update of a managed object; ``admitted``: its pod group's Workload is."""
         ...
 
+    @property
+    def sizes_group(self) -> bool:
+        """Its pods form one pod group whose size the live object gives (``group_size``): its objects are watched
+        (read only), since a resize may come through a subresource (``/scale``) no webhook of the kind sees."""
+        ...
+
+    def group_size(self, obj: Mapping[str, Any]) -> int:
+        """How many pods its pod group has now (a StatefulSet's ``spec.replicas``); only when ``sizes_group``."""
+        ...
+
 
 class SuspendableAdapter(JobAdapter, Protocol):
     """A kind suspended and released as a whole through ``spec.suspend`` (batch Job, JobSet, Ray, ...): the

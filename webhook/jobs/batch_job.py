@@ -164,19 +164,34 @@ def admission_mismatch(
     RuntimeClass overhead, requests from limits) may ask for no more of any resource than the admission charged
     per pod. A job that asks for less keeps running; one that asks for more is stopped and queued again.
     """
-    spec_sets = {p.get("name", DEFAULT_PODSET_NAME): p for p in (workload.get("spec") or {}).get("podSets") or []}
-    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
-    admitted = next((a for a in assignments if a.get("name", DEFAULT_PODSET_NAME) == DEFAULT_PODSET_NAME), None)
-    if admitted is None or len(assignments) != 1 or DEFAULT_PODSET_NAME not in spec_sets:
+    admitted = _admitted_pod_set(workload)
+    if admitted is None:
         return f"the Workload has no admission for pod set {DEFAULT_PODSET_NAME!r} alone"
-    count = int(admitted.get("count") or spec_sets[DEFAULT_PODSET_NAME].get("count") or 0)
+    count, usage = admitted
     wanted = pod_count(job)
     if wanted > count:
         return f"the job runs {wanted} pods at once; its Workload was admitted for {count}"
     template = (defaults or PodDefaults()).apply((job.get("spec") or {}).get("template") or {})
+    return _pod_excess(template, usage, count)
+
+
+def _admitted_pod_set(workload: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
+    """The pod count and resource usage the Workload's one pod set was admitted with; None unless its admission
+    is for exactly that pod set."""
+    spec_sets = {p.get("name", DEFAULT_PODSET_NAME): p for p in (workload.get("spec") or {}).get("podSets") or []}
+    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
+    admitted = next((a for a in assignments if a.get("name", DEFAULT_PODSET_NAME) == DEFAULT_PODSET_NAME), None)
+    if admitted is None or len(assignments) != 1 or DEFAULT_PODSET_NAME not in spec_sets:
+        return None
+    count = int(admitted.get("count") or spec_sets[DEFAULT_PODSET_NAME].get("count") or 0)
+    return count, admitted.get("resourceUsage") or {}
+
+
+def _pod_excess(template: Mapping[str, Any], usage: Mapping[str, Any], count: int) -> str | None:
+    """Why a pod of ``template`` asks for more of a resource than ``usage`` charged per pod of ``count``, or None."""
     try:
         per_pod = pod_requests(template.get("spec") or {})
-        charged = {r: parse_quantity(q) for r, q in (admitted.get("resourceUsage") or {}).items()}
+        charged = {r: parse_quantity(q) for r, q in usage.items()}
     except ValueError as exc:
         return f"cannot compare the job's requests with its admission: {exc}"
     for resource, quantity in sorted(per_pod.items()):

@@ -20,6 +20,7 @@ class DeploymentAdapter:
     managed_through_pods = True
     pod_owner = True
     children: tuple[JobKind, ...] = ()
+    sizes_group = False  # its pods are admitted one by one: no group to size
 
     def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
         return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -32,6 +33,9 @@ class DeploymentAdapter:
 
     def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:
         return []  # each pod is admitted on its own: any scale, any template change
+
+    def group_size(self, obj: Mapping[str, Any]) -> int:
+        return 1
 
 
 ADAPTER = DeploymentAdapter()

@@ -32,7 +32,7 @@ from webhook.api.constants import (
 )
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
-from webhook.jobs.podset import PodSetInfo
+from webhook.jobs.podset import PodSetInfo, PodSetMergeError
 
 JSON = dict[str, Any]
 
@@ -142,9 +142,10 @@ def _template(pod: Mapping[str, Any]) -> JSON:
     return {"metadata": {"labels": dict(meta.get("labels") or {})}, "spec": spec}
 
 
-def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int) -> JSON:
+def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int, size: int | None = None) -> JSON:
     """The Workload of a complete group (or one pod); one PodSet per pod shape, sorted by name. A fast-admission
-    group's is one PodSet of its first pod's shape, for its total count."""
+    group's is one PodSet of its first pod's shape, for ``size`` pods (the live owner's count) or else its total
+    count."""
     roles: dict[str, list[Mapping[str, Any]]] = {}
     ordered = sorted(pods, key=lambda p: _meta(p).get("name", ""))
     for pod in ordered:
@@ -152,7 +153,7 @@ def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int) -> JSON:
     counts = {role: len(members) for role, members in roles.items()}
     if fast_admission(pods):
         role = role_hash(ordered[0])
-        roles, counts = {role: roles[role]}, {role: total_count(pods)}
+        roles, counts = {role: roles[role]}, {role: total_count(pods) if size is None else size}
     first = pods[0]
     labels = _meta(first).get("labels") or {}
     grouped = bool(group_of(first))
@@ -192,7 +193,9 @@ def release_patch(pod: Mapping[str, Any], info: PodSetInfo | None) -> JSON:
         selector = dict(spec.get("nodeSelector") or {})
         for key, value in info.node_selector.items():
             if selector.get(key, value) != value:
-                raise ValueError(f"nodeSelector {key}={selector[key]!r} conflicts with the admitted flavor's {value!r}")
+                raise PodSetMergeError(
+                    f"nodeSelector {key}={selector[key]!r} conflicts with the admitted flavor's {value!r}"
+                )
             selector[key] = value
         if selector:
             new_spec["nodeSelector"] = selector
@@ -223,6 +226,19 @@ def controller_of(pods: Sequence[Mapping[str, Any]]) -> JSON | None:
         return None
     first = refs[0]
     return {key: first[key] for key in ("apiVersion", "kind", "name", "uid")}
+
+
+def count_of(workload: Mapping[str, Any]) -> int:
+    """All the pods the Workload counts."""
+    return sum(int(ps.get("count") or 0) for ps in (workload.get("spec") or {}).get("podSets") or [])
+
+
+def resized(workload: Mapping[str, Any], *, size: int, queue: str) -> JSON:
+    """A pending fast-admission group's Workload for ``size`` pods in ``queue`` (it has one PodSet)."""
+    spec = dict(workload.get("spec") or {})
+    spec["podSets"] = [dict(ps) | {"count": size} for ps in spec.get("podSets") or []]
+    spec["queueName"] = queue
+    return dict(workload) | {"spec": spec}
 
 
 def unowned(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import cast
 
 from webhook.jobs import batch_job, deployment, jobset, pod_group, ray, statefulset
-from webhook.jobs.adapter import JobAdapter, SuspendableAdapter
+from webhook.jobs.adapter import JobAdapter, PodOwnerAdapter, SuspendableAdapter
 
 ADAPTERS: tuple[JobAdapter, ...] = (
     batch_job.ADAPTER,
@@ -49,6 +49,12 @@ def missing_requirements(frameworks: Iterable[str]) -> list[str]:
 def suspendable(frameworks: Iterable[str]) -> tuple[SuspendableAdapter, ...]:
     """The enabled kinds the generic job reconciler drives (all but those managed through their pods)."""
     return tuple(cast(SuspendableAdapter, a) for a in enabled(frameworks) if not a.managed_through_pods)
+
+
+def group_owners(frameworks: Iterable[str]) -> tuple[PodOwnerAdapter, ...]:
+    """The enabled kinds whose pods form one pod group sized by the live object (watched, read only)."""
+    owners = (cast(PodOwnerAdapter, a) for a in enabled(frameworks) if a.pod_owner)
+    return tuple(a for a in owners if a.sizes_group)
 
 
 def by_kind(group: str, kind: str, frameworks: Iterable[str]) -> JobAdapter | None:

@@ -4,10 +4,13 @@ A StatefulSet is never suspended: its webhook stamps the pod template so every p
 creates joins one pod group of the ``pod`` integration, named after the StatefulSet, sized by ``spec.replicas``,
 with fast admission (the group's Workload is created with its first pod, for all ``replicas`` pods at once: with
 the default ``OrderedReady`` pod management, pod-1 is only created once pod-0 runs) and marked as serving. As in
-Kueue, ``replicas`` only changes to zero (the pods go, and with them the Workload and its quota) and back up from
-zero (the new pods queue as a new group); the containers' shape is fixed while managed, and the queue is fixed once
-the group is admitted or a pod is ready. A StatefulSet without a name yet (``generateName``) is not grouped: its
-pods are admitted one by one. Needs the ``pod`` integration. Pure.
+Kueue, an update of the object changes ``replicas`` only to zero (the pods go, and with them the Workload and its
+quota) and back up from zero (the new pods queue as a new group); the containers' shape is fixed while managed, and
+the queue is fixed once the group is admitted or a pod is ready. ``kubectl scale`` goes through the /scale
+subresource, which no webhook of the StatefulSet sees: so StatefulSets are watched and the group's size is the live
+``spec.replicas`` (``group_size``), not the count stamped in the template, which is only the size it had when last
+stamped (at least 1, which the pod webhook requires). A StatefulSet without a name yet (``generateName``) is not
+grouped: its pods are admitted one by one. Needs the ``pod`` integration. Pure.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ class StatefulSetAdapter:
     managed_through_pods = True
     pod_owner = True
     children: tuple[JobKind, ...] = ()
+    sizes_group = True
+
+    def group_size(self, obj: Mapping[str, Any]) -> int:
+        return replicas(obj)
 
     def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
         return (_spec(job).get("template") or {}).get("spec") or {}
@@ -69,11 +76,13 @@ class StatefulSetAdapter:
         if not group:
             return {}, {}
         annotations = {c.POD_GROUP_FAST_ADMISSION_ANNOTATION: "true", c.POD_GROUP_SERVING_ANNOTATION: "true"}
-        # Scaled to zero, the group keeps the size it had: ``kubectl scale`` goes through the /scale subresource,
-        # which no webhook of the StatefulSet sees, so back up from zero that way its pods carry this size (a
-        # size of 0 would have every pod refused). A scale through the object itself restamps it.
+        # Scaled to zero, the group keeps the size it had (a size of 0 would have every pod refused by the pod
+        # webhook); created with zero, it says 1. The reconciler sizes the group from the live StatefulSet.
+        template = (_spec(obj).get("template") or {}).get("metadata") or {}
         if count := replicas(obj):
             annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] = str(count)
+        elif c.POD_GROUP_TOTAL_COUNT_ANNOTATION not in (template.get("annotations") or {}):
+            annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] = "1"
         return {c.POD_GROUP_NAME_LABEL: group}, annotations
 
     def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:

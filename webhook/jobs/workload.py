@@ -28,7 +28,9 @@ from webhook.api.constants import (
 JSON = dict[str, Any]
 
 # Eviction reasons after which Kueue puts the workload straight back in its queue.
-REQUEUE_AT_ONCE = frozenset({"Preempted", "NodeFailures", "ClusterQueueStopped", "LocalQueueStopped"})
+# "Resized": a pod group's owner was scaled while admitted (a StatefulSet's /scale): queued again at its new size.
+RESIZED = "Resized"
+REQUEUE_AT_ONCE = frozenset({"Preempted", "NodeFailures", "ClusterQueueStopped", "LocalQueueStopped", RESIZED})
 
 
 def _conds(workload: Mapping[str, Any]) -> list[JSON]:

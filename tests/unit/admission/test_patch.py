@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import jsonpatch
+import pytest
 
 from webhook.admission.patch import Patch, escape
+from webhook.admission.review import MalformedReview
 
 
 def test_escapes_json_pointer_tokens() -> None:
@@ -50,3 +55,31 @@ def test_append_to_existing_list_uses_dash() -> None:
     patch = Patch({"metadata": {"finalizers": ["other"]}})
     patch.append_unique(("metadata", "finalizers"), "mine")
     assert patch.ops == [{"op": "add", "path": "/metadata/finalizers/-", "value": "mine"}]
+
+
+@pytest.mark.parametrize(
+    ("obj", "intent", "reason"),
+    [
+        pytest.param(
+            {"metadata": "x"}, lambda p: p.set_entry(("metadata", "labels"), "a", "1"), "metadata must be", id="meta"
+        ),
+        pytest.param({"spec": []}, lambda p: p.set_field(("spec", "suspend"), True), "spec must be", id="spec"),
+        pytest.param(
+            {"spec": {"schedulingGates": "g"}},
+            lambda p: p.append_unique(("spec", "schedulingGates"), {"name": "g"}),
+            "spec.schedulingGates must be a list",
+            id="gates",
+        ),
+    ],
+)
+def test_a_parent_of_the_wrong_shape_is_malformed_naming_it(
+    obj: dict[str, Any], intent: Callable[[Patch], None], reason: str
+) -> None:
+    with pytest.raises(MalformedReview, match=reason):
+        intent(Patch(obj))
+
+
+def test_a_null_field_is_replaced() -> None:
+    patch = Patch({"spec": {"suspend": None}})
+    patch.set_field(("spec", "suspend"), True)
+    assert patch.ops == [{"op": "replace", "path": "/spec/suspend", "value": True}]

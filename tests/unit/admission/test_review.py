@@ -99,3 +99,68 @@ def test_denial_has_a_status_message_and_no_patch() -> None:
 def test_warnings_are_kept_short() -> None:
     out = orjson.loads(review.encode("abc", allow(warnings=["w" * 1000]), mutating=False))["response"]
     assert len(out["warnings"][0]) <= 256
+
+
+def test_objects_are_decoded_typed_next_to_the_objects_as_sent() -> None:
+    job = make_job(labels={"team": "b"}, annotations={"note": "x"}, owner_kind="CronJob")
+    request = review.decode(orjson.dumps(review_body(job, operation="UPDATE", old=make_job())))
+    assert request.object is not None
+    assert request.old_object is not None
+    assert request.object.metadata.name == "pi"
+    assert request.object.metadata.labels["team"] == "b"
+    assert request.object.metadata.annotations == {"note": "x"}
+    owner = request.object.metadata.controller_owner()
+    assert owner is not None
+    assert (owner.group, owner.kind) == ("batch", "CronJob")
+    assert request.old_object.metadata.controller_owner() is None
+    assert request.raw_object == job
+
+
+def test_a_review_without_objects_has_none_typed_and_empty_as_sent() -> None:
+    request = review.decode(orjson.dumps(review_body(None, operation="DELETE", old=make_job())))
+    assert request.object is None
+    assert not request.has_object
+    assert request.raw_object == {}
+    assert request.old_object is not None
+
+
+def _with_metadata(**metadata: Any) -> dict[str, Any]:
+    job = make_job()
+    job["metadata"].update(metadata)
+    return job
+
+
+@pytest.mark.parametrize(
+    ("obj", "field"),
+    [
+        pytest.param(_with_metadata(labels={"a": 1}), "request.object.metadata.labels[...]", id="label-not-a-string"),
+        pytest.param(_with_metadata(annotations=["a"]), "request.object.metadata.annotations", id="annotations-list"),
+        pytest.param(_with_metadata(name=7), "request.object.metadata.name", id="name-not-a-string"),
+        pytest.param(
+            _with_metadata(ownerReferences=[{"kind": "Job", "controller": "yes"}]),
+            "request.object.metadata.ownerReferences[0].controller",
+            id="controller-not-a-boolean",
+        ),
+        pytest.param(
+            {"metadata": {"name": "p"}, "spec": {"schedulingGates": [{"nam": "x"}]}},
+            "request.object.spec.schedulingGates[0]",
+            id="gate-without-a-name",
+        ),
+        pytest.param({"metadata": "pi"}, "request.object.metadata", id="metadata-not-an-object"),
+    ],
+)
+def test_an_object_of_the_wrong_shape_is_refused_naming_the_field(obj: dict[str, Any], field: str) -> None:
+    data = review_body(make_job())
+    data["request"]["object"] = obj
+    request = review.decode(orjson.dumps(data))  # the envelope is fine; the object is decoded when first read
+    assert request.raw_object == obj
+    with pytest.raises(review.MalformedReview) as caught:
+        _ = request.object
+    assert f"`{field}`" in caught.value.reason
+
+
+def test_an_old_object_of_the_wrong_shape_is_refused_naming_the_field() -> None:
+    request = review.decode(orjson.dumps(review_body(make_job(), operation="UPDATE", old=_with_metadata(labels="x"))))
+    assert request.object is not None
+    with pytest.raises(review.MalformedReview, match=r"request\.oldObject\.metadata\.labels"):
+        _ = request.old_object

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 
 from webhook.api import model, wire
@@ -116,6 +117,29 @@ def test_decode_reads_the_fields_and_ignores_the_rest() -> None:
     assert (wl.spec.active, wl.spec.priority, wl.spec.maximum_execution_time_seconds) == (False, 7, 30)
     assert wl.metadata.owner_references[0].group == "batch"
     assert wl.controller_owner() is None
+
+
+def test_an_object_under_review_reads_its_metadata_owner_and_gates() -> None:
+    pod = {
+        "metadata": {
+            "name": "p",
+            "labels": {"a": "1"},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r", "uid": "1"},
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "s", "uid": "2", "controller": True},
+            ],
+        },
+        "spec": {"schedulingGates": [{"name": "other"}, {"name": "kueue.x-k8s.io/admission"}], "containers": []},
+    }
+    obj = msgspec.convert(pod, model.KubeObject)
+    assert obj.metadata.labels == {"a": "1"}
+    assert obj.metadata.annotations == {}
+    owner = obj.metadata.controller_owner()
+    assert owner is not None
+    assert (owner.group, owner.kind) == ("apps", "StatefulSet")
+    assert obj.spec.gated("kueue.x-k8s.io/admission")
+    assert not obj.spec.gated("x")
+    assert not model.KubeObject().spec.gated("kueue.x-k8s.io/admission")
 
 
 def test_bad_input_names_the_field() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_flavor, make_job
@@ -13,6 +16,7 @@ from webhook.controller.events import EventRecorder
 from webhook.controller.watches import build_cache
 from webhook.jobs import batch_job
 from webhook.kube import resources as r
+from webhook.kube.errors import Conflict, Retryable
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -127,3 +131,143 @@ async def test_a_queue_is_parsed_again_only_when_its_version_changes() -> None:
 
     cache.replace(r.CLUSTER_QUEUE, [])
     assert admitter.snapshot().cluster_queues == []  # a deleted queue is gone from the snapshot
+
+
+class Queue:
+    """One ClusterQueue of ``cpu`` with its LocalQueue ``q`` in team-a, on the fake, and an Admitter over a cache
+    of it (refreshed from the fake before each pass, as the watches would)."""
+
+    def __init__(self, *, cpu: str = "2", preemption: dict[str, str] | None = None, **admitter: Any) -> None:
+        self.kube = FakeKube(clock=lambda: NOW)
+        self.cache = build_cache()
+        self.admitter = Admitter(self.kube, self.cache, events=EventRecorder(self.kube), **admitter)
+        self._cpu, self._preemption = cpu, preemption
+
+    async def start(self) -> Queue:
+        cq = make_cluster_queue("cq", flavor="default", cpu=self._cpu)
+        if self._preemption:
+            cq["spec"]["preemption"] = self._preemption
+        for resource, obj in (
+            (r.RESOURCE_FLAVOR, make_flavor("default")),
+            (r.CLUSTER_QUEUE, cq),
+            (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
+        ):
+            await self.kube.create(resource, obj)
+        return self
+
+    async def submit(self, name: str, *, pods: int = 2, priority: int = 0) -> tuple[str, str]:
+        job = await self.kube.create(r.JOB, make_job(name, namespace="team-a", queue="q", parallelism=pods))
+        workload = await self.kube.create(r.WORKLOAD, batch_job.workload_for(job, priority=priority))
+        return ("team-a", workload["metadata"]["name"])
+
+    def refresh(self) -> None:
+        for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+            self.cache.replace(resource, self.kube.objects(resource))
+
+    async def run_pass(self, at: datetime = NOW) -> None:
+        self.refresh()
+        await self.admitter.run_pass(at)
+
+    def stored(self, key: tuple[str, str]) -> dict[str, Any]:
+        return next(w for w in self.kube.objects(r.WORKLOAD) if w["metadata"]["name"] == key[1])
+
+    def condition(self, key: tuple[str, str], kind: str) -> dict[str, Any] | None:
+        conds = self.stored(key).get("status", {}).get("conditions") or []
+        return next((c for c in conds if c["type"] == kind), None)
+
+    def admitted(self, key: tuple[str, str]) -> bool:
+        reserved = self.condition(key, "QuotaReserved")
+        return reserved is not None and reserved["status"] == "True" and "admission" in self.stored(key)["status"]
+
+
+async def test_an_admission_refused_with_a_conflict_frees_its_quota_and_is_decided_again() -> None:
+    queue = await Queue().start()
+    key = await queue.submit("train")
+    queue.kube.faults.fail_next("replace_status", resource=r.WORKLOAD, error=Conflict("changed", status=409))
+    await queue.run_pass()
+    assert not queue.admitted(key)
+    assert key not in queue.admitter.reservations  # nothing was stored: the quota is not held
+    assert queue.cache.wakes >= 1  # the next pass is not left to the resync
+    await queue.run_pass(NOW + timedelta(seconds=1))
+    assert queue.admitted(key)
+
+
+async def test_an_admission_of_unknown_outcome_holds_its_quota_until_the_cache_shows_the_workload_again() -> None:
+    queue = await Queue().start()
+    first = await queue.submit("first")
+    # The write is applied, but its answer is lost (a timeout after the server stored it).
+    timeout = Retryable("timeout", status=504)
+    queue.kube.faults.fail_next("replace_status", resource=r.WORKLOAD, error=timeout, applied=True)
+    await queue.run_pass()
+    assert first in queue.admitter.reservations
+    assert queue.admitted(first)  # on the server; the cache still shows it pending
+    # A second Workload for the same quota, while the cache has not seen the first one's write: the assumption
+    # keeps the quota held and the first is not written again.
+    second = await queue.submit("second")
+    queue.cache.observe(r.WORKLOAD, queue.stored(second))
+    writes = len(queue.kube.actions)
+    await queue.admitter.run_pass(NOW + timedelta(seconds=1))
+    assert not queue.admitted(second)
+    assert [a.key.name for a in queue.kube.actions[writes:] if a.verb == "replace_status"] == [second[1]]  # a reason
+    # Once the cache shows a newer version of the first, what the server has decides: the first holds the quota.
+    await queue.run_pass(NOW + timedelta(seconds=2))
+    assert first not in queue.admitter.reservations
+    assert queue.admitted(first)
+    assert not queue.admitted(second)
+
+
+async def test_a_higher_priority_workload_preempts_a_lower_one_of_its_queue() -> None:
+    queue = await Queue(preemption={"withinClusterQueue": "LowerPriority"}).start()
+    low = await queue.submit("low", priority=0)
+    await queue.run_pass()
+    assert queue.admitted(low)
+    high = await queue.submit("high", priority=10)
+    await queue.run_pass(NOW + timedelta(seconds=1))
+    evicted = queue.condition(low, "Evicted")
+    assert evicted is not None
+    assert (evicted["status"], evicted["reason"]) == ("True", constants.EVICTED_BY_PREEMPTION)
+    assert not queue.admitted(high)  # admitted in a later pass, once the victim's quota is given back
+    assert any(e["reason"] == "Preempted" for e in queue.kube.objects(r.EVENT))
+    # Evicting twice would only reset its clock: a second pass writes nothing new for the victim.
+    version = queue.stored(low)["metadata"]["resourceVersion"]
+    await queue.run_pass(NOW + timedelta(seconds=2))
+    assert queue.stored(low)["metadata"]["resourceVersion"] == version
+
+
+async def test_a_malformed_workload_is_left_out_and_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    queue = await Queue().start()
+    key = await queue.submit("train")
+    stored = queue.stored(key)
+    stored["spec"]["podSets"] = "many"
+    queue.cache.replace(r.WORKLOAD, [stored])
+    with caplog.at_level(logging.WARNING, logger="webhook.controller.admitter"):
+        assert queue.admitter.snapshot().workloads == []
+        assert queue.admitter.snapshot().workloads == []
+    assert len([r for r in caplog.records if "malformed Workload" in r.getMessage()]) == 1
+
+
+async def test_a_workload_being_deleted_is_not_admitted() -> None:
+    queue = await Queue().start()
+    key = await queue.submit("train")
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE):
+        queue.cache.replace(resource, queue.kube.objects(resource))
+    deleting = queue.stored(key)
+    deleting["metadata"]["deletionTimestamp"] = "2025-01-01T00:00:00Z"
+    queue.cache.replace(r.WORKLOAD, [deleting])
+    await queue.admitter.run_pass(NOW)
+    assert not queue.admitted(key)
+
+
+async def test_deferred_pending_reasons_are_written_in_the_background_and_drained() -> None:
+    queue = await Queue(cpu="1", deferred=True).start()
+    key = await queue.submit("train", pods=2)
+    await queue.run_pass()
+    await queue.admitter.drain()
+    reserved = queue.condition(key, "QuotaReserved")
+    assert reserved is not None
+    assert reserved["status"] == "False"
+    assert [e["involvedObject"]["kind"] for e in queue.kube.objects(r.EVENT) if e["reason"] == "Pending"] == [
+        "Workload",
+        "Job",
+    ]
+    queue.admitter.cancel()  # nothing left to cancel: a no-op

@@ -9,8 +9,8 @@ from tests.unit.jobs.builders import make_job
 from webhook.api import constants
 from webhook.controller.cache import ClusterCache
 from webhook.controller.changes import ChangeRouter
-from webhook.controller.watches import build_cache
-from webhook.jobs import batch_job, suspendable
+from webhook.controller.watches import build_cache, resource_of, watch_specs
+from webhook.jobs import batch_job, statefulset, suspendable
 from webhook.kube import resources as r
 from webhook.kube.objects import ObjectKey
 
@@ -119,3 +119,29 @@ def test_a_queue_change_marks_everything_and_a_quiet_one_nothing() -> None:
 
     cache.apply(r.CLUSTER_QUEUE, "MODIFIED", versioned(queue, 5))
     assert drain(router)[3] is True
+
+
+def test_a_statefulset_change_marks_the_group_it_sizes_and_the_workload_it_keeps() -> None:
+    frameworks = frozenset({"batch/job", "pod", "statefulset"})
+    cache = build_cache(watch_specs(frameworks))
+    sts_resource = resource_of(statefulset.ADAPTER)
+    router = ChangeRouter(
+        cache,
+        job_kinds={r.JOB: batch_job.ADAPTER.kind},
+        frameworks=frameworks,
+        pod_groups=True,
+        group_owners={sts_resource: statefulset.ADAPTER},
+    )
+    router.add_all()
+    drain(router)
+    group = statefulset.group_name(NS, "web")
+    sts = {"metadata": {"name": "web", "namespace": NS, "uid": "s1", "resourceVersion": "1"}, "spec": {"replicas": 2}}
+    kept = workload(group)
+    kept["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "s1"}]
+    cache.apply(r.WORKLOAD, "ADDED", kept)
+    drain(router)
+
+    cache.apply(sts_resource, "ADDED", sts)
+    # `kubectl scale` goes through /scale: no pod changes, only the StatefulSet; its group must be looked at again.
+    cache.apply(sts_resource, "MODIFIED", versioned(sts | {"spec": {"replicas": 3}}, 2))
+    assert drain(router) == (set(), {ObjectKey(NS, group)}, {ObjectKey(NS, group)}, False)

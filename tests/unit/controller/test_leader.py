@@ -73,7 +73,7 @@ async def test_hold_raises_when_renewal_keeps_failing() -> None:
     fast = LeaseConfig(namespace="ns", lease_duration=0.3, renew_deadline=0.2, retry_period=0.05)
     a = LeaderElector(kube, fast, identity="a")
     await a.acquire()
-    kube.faults.fail_next(("get",), resource=LEASE, times=1000)
+    kube.faults.fail_next(("get", "patch", "replace"), resource=LEASE, times=1000)
     with pytest.raises(LostLeadership):
         await asyncio.wait_for(a.hold(), timeout=5)
     assert not a.is_leader

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -59,7 +60,34 @@ async def test_a_lost_lease_is_reported_to_the_owner() -> None:
     thread.start()
     try:
         await asyncio.wait_for(leading.wait(), 5)
-        kube.faults.fail_next(("get",), resource=LEASE, times=1000)
+        kube.faults.fail_next(("get", "patch", "replace"), resource=LEASE, times=1000)
+        async with asyncio.timeout(5):
+            while not lost:  # noqa: ASYNC110 - the callback appends from the owner's loop
+                await asyncio.sleep(0.05)
+    finally:
+        await thread.stop()
+    assert isinstance(lost[0], LostLeadership)
+
+
+async def test_the_leaders_work_is_stopped_on_the_lease_thread_while_the_owner_loop_is_blocked() -> None:
+    """``stop_now`` (the reconciler process kills its child there) must not wait for a busy owner loop: the margin
+    between the renew deadline and the lease duration is all there is before another replica may lead."""
+    kube = FakeKube()
+    leading = asyncio.Event()
+    lost: list[BaseException] = []
+    stopped = threading.Event()
+    thread = LeaseThread(
+        lambda: shared(kube), FAST, identity="me", on_leading=leading.set, on_lost=lost.append, stop_now=stopped.set
+    )
+    thread.start()
+    try:
+        await asyncio.wait_for(leading.wait(), 5)
+        kube.faults.fail_next(("get", "patch", "replace"), resource=LEASE, times=1000)
+        blocked_until = time.monotonic() + 3 * FAST.lease_duration
+        while not stopped.is_set() and time.monotonic() < blocked_until:
+            time.sleep(0.01)  # noqa: ASYNC251 - the owner loop is busy: nothing it schedules runs meanwhile
+        assert stopped.is_set(), "the leader's work was not stopped while the owner's loop was blocked"
+        assert lost == [], "the owner hears of it only once its loop runs again"
         async with asyncio.timeout(5):
             while not lost:  # noqa: ASYNC110 - the callback appends from the owner's loop
                 await asyncio.sleep(0.05)

@@ -13,13 +13,15 @@ from webhook.api import constants as c
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.podsync import PodGroupSync
-from webhook.controller.watches import build_cache
-from webhook.jobs import pod_group
+from webhook.controller.watches import build_cache, resource_of, watch_specs
+from webhook.jobs import pod_group, statefulset
 from webhook.jobs import workload as wl_life
 from webhook.kube import resources as r
 from webhook.kube.objects import Object
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
+FRAMEWORKS = frozenset({"pod", "statefulset"})
+STATEFULSET = resource_of(statefulset.ADAPTER)
 NS = "team-a"
 JSON = dict[str, Any]
 
@@ -47,17 +49,23 @@ class World:
         # No garbage collection: the fake collects a dependent when any owner goes, the real collector only when
         # the last one does (a pod group's Workload is owned by all its pods).
         self.kube = FakeKube(clock=lambda: NOW, garbage_collect=False)
-        self.cache: ClusterCache = build_cache()
+        self.cache: ClusterCache = build_cache(watch_specs(FRAMEWORKS))
         self.sync = PodGroupSync(
-            self.kube, self.cache, events=EventRecorder(self.kube), track_pods_ready=track_pods_ready
+            self.kube,
+            self.cache,
+            events=EventRecorder(self.kube),
+            track_pods_ready=track_pods_ready,
+            frameworks=FRAMEWORKS,
         )
 
     async def pass_once(self, now: datetime = NOW) -> None:
         """One reconciler pass over every group, from what the API server holds now."""
-        for resource in (r.POD, r.WORKLOAD, r.RESOURCE_FLAVOR):
+        for resource in (r.POD, r.WORKLOAD, r.RESOURCE_FLAVOR, STATEFULSET):
             self.cache.replace(resource, self.kube.objects(resource))
         for group in self.sync.groups():
             await self.sync.sync(group, now)
+        for owner in self.sync.scaled_to_zero():
+            await self.sync.let_go(owner)
 
     async def workload(self, name: str = "trio") -> Object:
         return await self.kube.get(r.WORKLOAD, name, namespace=NS)
@@ -285,3 +293,118 @@ async def test_pods_ready_follows_the_groups_pods_when_tracked() -> None:
     await world.kube.patch_status(r.POD, "w-1", ready, namespace=NS)
     await world.pass_once()
     assert conditions.is_true(await world.workload(), c.COND_PODS_READY)
+
+
+# -- a StatefulSet's group: sized and queued by the live StatefulSet (``kubectl scale`` goes through /scale) ------
+
+WEB = statefulset.group_name(NS, "web")
+
+
+async def make_sts(world: World, *, replicas: int, queue: str = "q") -> Object:
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "web", "namespace": NS, "labels": {c.QUEUE_NAME_LABEL: queue}},
+        "spec": {"replicas": replicas},
+    }
+    return await world.kube.create(STATEFULSET, body)
+
+
+async def scale(world: World, replicas: int) -> None:
+    await world.kube.patch(STATEFULSET, "web", {"spec": {"replicas": replicas}}, namespace=NS)
+
+
+async def sts_pod(world: World, sts: Object, name: str, *, stamped: int) -> None:
+    """A pod as the StatefulSet controller makes it: its template's group, stamped with the size it had then."""
+    pod = make_pod(name, group=WEB, total=stamped, fast=True)
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": sts["metadata"]["uid"]}
+    pod["metadata"]["ownerReferences"] = [ref | {"controller": True}]
+    await world.kube.create(r.POD, pod)
+
+
+def counts(workload: Object) -> list[int]:
+    return [ps["count"] for ps in workload["spec"]["podSets"]]
+
+
+async def test_a_pending_statefulset_groups_workload_follows_the_live_size_and_queue_not_the_pods_stamp() -> None:
+    world = World()
+    sts = await make_sts(world, replicas=2)
+    await sts_pod(world, sts, "web-0", stamped=1)  # created with 0 replicas, then `kubectl scale`d to 2
+    await world.pass_once()
+    assert counts(await world.workload(WEB)) == [2]
+    await scale(world, 3)
+    await world.pass_once()
+    assert counts(await world.workload(WEB)) == [3]
+    # A new queue (allowed while the group waits) reaches the pods already made and the Workload.
+    await world.kube.patch(STATEFULSET, "web", {"metadata": {"labels": {c.QUEUE_NAME_LABEL: "q2"}}}, namespace=NS)
+    await world.pass_once()
+    assert world.pods()["web-0"]["metadata"]["labels"][c.QUEUE_NAME_LABEL] == "q2"
+    await world.pass_once()
+    assert (await world.workload(WEB))["spec"]["queueName"] == "q2"
+    assert _gated(world.pods()["web-0"])
+
+
+async def test_an_admitted_statefulset_group_scaled_up_is_stopped_and_queued_again_for_the_new_size() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    sts = await make_sts(world, replicas=2)
+    for i in range(2):
+        await sts_pod(world, sts, f"web-{i}", stamped=2)
+    await world.pass_once()
+    await world.admit(WEB)
+    await world.pass_once()
+    assert not any(_gated(p) for p in world.pods().values())
+    await scale(world, 3)
+    await world.pass_once()
+    evicted = await world.workload(WEB)
+    found = conditions.find(evicted["status"]["conditions"], c.COND_EVICTED)
+    assert found is not None
+    assert (found["status"], found["reason"]) == ("True", "Resized")
+    assert world.pods() == {}  # pods cannot be resized in place: they go, and the quota with them
+    assert not wl_life.holds_quota(evicted)
+    assert conditions.is_true(evicted, c.COND_REQUEUED)
+    assert counts(evicted) == [3]  # in the same pass: the scheduler's turn comes next, it must not see two
+    # The StatefulSet makes web-0 again: gated, its Workload pending for three, then admitted for three.
+    await sts_pod(world, sts, "web-0", stamped=2)
+    await world.pass_once()
+    assert counts(await world.workload(WEB)) == [3]
+    assert _gated(world.pods()["web-0"])
+    await world.admit(WEB)
+    await world.pass_once()
+    assert not _gated(world.pods()["web-0"])
+
+
+async def test_scaled_down_while_admitted_then_to_zero_before_its_pods_came_back_the_workload_goes() -> None:
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    sts = await make_sts(world, replicas=2)
+    for i in range(2):
+        await sts_pod(world, sts, f"web-{i}", stamped=2)
+    await world.pass_once()
+    await world.admit(WEB)
+    await world.pass_once()
+    # Scaled down: the StatefulSet deletes web-1; the group is queued again for one (its quota for two goes back).
+    await scale(world, 1)
+    await world.kube.delete(r.POD, "web-1", namespace=NS)
+    await world.pass_once()
+    kept = await world.workload(WEB)
+    assert not wl_life.holds_quota(kept)
+    assert world.pods() == {}
+    assert sts["metadata"]["uid"] in [o["uid"] for o in kept["metadata"]["ownerReferences"]]
+    # Scaled to zero before web-0 is made again: no pod will come, so the Workload the StatefulSet kept goes.
+    await scale(world, 0)
+    await world.pass_once()
+    assert world.kube.objects(r.WORKLOAD) == []
+
+
+async def test_a_statefulset_scaled_down_while_pending_waits_for_the_smaller_size() -> None:
+    world = World()
+    sts = await make_sts(world, replicas=3)
+    await sts_pod(world, sts, "web-0", stamped=3)
+    await world.pass_once()
+    await scale(world, 1)
+    await world.pass_once()
+    assert counts(await world.workload(WEB)) == [1]
+    await scale(world, 0)  # its pods are still there (the StatefulSet is deleting them): nothing changes yet
+    await world.pass_once()
+    assert counts(await world.workload(WEB)) == [1]

@@ -4,6 +4,7 @@ anywhere else. These tests hold every registered kind to that."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from webhook.config import ConfigError, parse_config
 from webhook.controller.reconciler import Reconciler
 from webhook.controller.watches import build_cache, resource_of, watch_specs
 from webhook.jobs import registry
+from webhook.jobs.adapter import PodOwnerAdapter
 
 RBAC = Path(__file__).resolve().parents[3] / "manifests" / "deploy" / "base" / "rbac.yaml"
 # Kueue's integration names (pkg/controller/jobs/*): a kind Turnstile adds must use Kueue's name for it.
@@ -50,8 +52,11 @@ def test_rbac_grants_what_the_reconciler_does_to_each_kind(adapter: registry.Job
     granted = _granted()
     group, plural = adapter.kind.group, adapter.kind.plural
     if adapter.pod_owner:
-        # Only its webhook sees it (the API server sends the object); its pods are the pod integration's.
+        # Its webhook sees it (the API server sends the object); its pods are the pod integration's; a kind that
+        # sizes its pods' group is watched, read only.
         assert {"get", "list", "watch", "update", "patch"} <= granted.get(("", "pods"), set())
+        if cast(PodOwnerAdapter, adapter).sizes_group:
+            assert {"get", "list", "watch"} <= granted.get((group, plural), set())
         return
     assert {"get", "list", "watch", "update", "patch"} <= granted.get((group, plural), set())
     if not adapter.managed_through_pods:
@@ -79,8 +84,9 @@ def test_an_enabled_kind_gets_two_webhooks_a_watch_and_a_reconciler(adapter: reg
     reconciler = Reconciler(FakeKube(), build_cache(watch_specs(on)), frameworks=on)
     driven = {k.resource for k in reconciler.job_kinds}
     if adapter.pod_owner:
-        # Only labelled by its webhook: neither watched nor reconciled itself.
-        assert resource_of(adapter) not in {s.resource for s in watch_specs(on)}
+        # Labelled by its webhook, never reconciled itself; watched (read only) only when it sizes its pods' group.
+        watched = resource_of(adapter) in {s.resource for s in watch_specs(on)}
+        assert watched == cast(PodOwnerAdapter, adapter).sizes_group
         assert driven == set()
         return
     assert resource_of(adapter) in {s.resource for s in watch_specs(on)}

@@ -83,6 +83,16 @@ def test_scaled_to_zero_the_group_keeps_its_size_for_a_scale_back_up_through_the
     assert paused["spec"]["template"]["metadata"]["annotations"][c.POD_GROUP_TOTAL_COUNT_ANNOTATION] == "3"
 
 
+def test_created_with_zero_replicas_its_pods_say_one_which_the_pod_webhook_accepts() -> None:
+    """The reconciler sizes the group from the live StatefulSet (``kubectl scale`` up goes through /scale); the pods
+    need a positive count to be accepted at all."""
+    annotations = mutated(make_sts(replicas=0))["spec"]["template"]["metadata"]["annotations"]
+    assert annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] == "1"
+    assert statefulset.ADAPTER.sizes_group
+    assert statefulset.ADAPTER.group_size(make_sts(replicas=0)) == 0
+    assert statefulset.ADAPTER.group_size(make_sts(replicas=None)) == 1
+
+
 def test_the_group_name_is_a_valid_label_value_even_for_a_long_name() -> None:
     name = statefulset.group_name(NAMESPACE, "w" * 250)
     assert len(name) <= 63
