@@ -100,3 +100,11 @@ BASELINE_ARGS ?= --scale 0.2 --rounds 2
 bench-baseline: $(STAMP) controlplane
 	bash hack/build-kueue.sh >/dev/null
 	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.baseline --against kueue $(BASELINE_ARGS)
+
+# One deep ClusterQueue of 10,000 pending Workloads drained, against the API server's rate for the same writes
+# (bench/drain.py), Turnstile beside minimalkueue. DRAIN_ARGS, e.g. "--workloads 2000".
+DRAIN_ARGS ?=
+.PHONY: bench-drain
+bench-drain: $(STAMP) controlplane
+	bash hack/build-kueue.sh >/dev/null
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.drain --against kueue $(DRAIN_ARGS)
