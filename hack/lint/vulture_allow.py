@@ -47,3 +47,7 @@ _.format
 
 # kubernetes_asyncio.ApiClient.sanitize_for_serialization, overridden; call_api calls it.
 _.sanitize_for_serialization
+
+# A bare package module (webhook/kube/slimclient.py): the import system reads them.
+_.__path__
+_.__package__

@@ -14,16 +14,14 @@ import asyncio
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import aiohttp
 import orjson
 from aiohttp.helpers import get_env_proxy_for_url
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.client.exceptions import ApiException
 from yarl import URL
 
+from webhook.kube import slimclient
 from webhook.kube.errors import KubeError, Retryable, error_from_status
 from webhook.kube.objects import (
     EventType,
@@ -36,6 +34,14 @@ from webhook.kube.objects import (
     WatchEvent,
 )
 from webhook.kube.resources import Resource
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client as k8s_client
+    from kubernetes_asyncio import config as k8s_config
+    from kubernetes_asyncio.client.exceptions import ApiException
+else:
+    k8s_client, k8s_config = slimclient.load()
+    ApiException = k8s_client.ApiException
 
 _PATCH_CONTENT_TYPES: dict[PatchType, str] = {
     "merge": "application/merge-patch+json",
