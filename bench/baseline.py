@@ -772,15 +772,17 @@ def report(results: list[Result]) -> None:
     table: dict[str, dict[str, float]] = {}
     for system in systems:
         mine = [dict(rows(r)) for r in results if r.system == system]
-        table[system] = {k: statistics.median(m[k] for m in mine) for k in mine[0]}
+        table[system] = {k: statistics.median(m.get(k, 0.0) for m in mine) for m0 in mine for k in m0}
+    # The systems' request rows differ (a verb or resource only one of them uses): every row, 0 where absent.
+    keys = list(dict.fromkeys(k for system in systems for k in table[system]))
     runs = {s: sum(r.system == s for r in results) for s in systems}
     header = f"{'median of ' + ', '.join(f'{runs[s]} {s}' for s in systems):52s}"
     header += "".join(f"{s:>12s}" for s in systems) + ("       ratio" if len(systems) == 2 else "")
     print(header)
-    for key in table[systems[0]]:
-        line = f"{key:52s}" + "".join(f"{table[s][key]:12.2f}" for s in systems)
+    for key in keys:
+        line = f"{key:52s}" + "".join(f"{table[s].get(key, 0.0):12.2f}" for s in systems)
         if len(systems) == 2:
-            a, b = table["turnstile"][key], table["kueue"][key]
+            a, b = table["turnstile"].get(key, 0.0), table["kueue"].get(key, 0.0)
             line += f"{a / b:12.2f}" if b else f"{'-':>12s}"
         print(line)
     if len(systems) == 2:
