@@ -107,15 +107,11 @@ def test_borrowing_never_takes_quota_a_later_round_needs_within_nominal() -> Non
 
 def test_backoff_keeps_a_requeued_workload_out_until_requeue_at() -> None:
     wl = workload("a")
-    later = Workload(
-        **{**{f: getattr(wl, f) for f in wl.__dataclass_fields__}, "requeue_at": NOW + timedelta(seconds=30)}
-    )
+    later = replace(wl, requeue_at=NOW + timedelta(seconds=30))
     result = run([cpu_queue("main", 4)], [later])
     assert result.admitted == ()
     assert result.pending[0].retry_on == RETRY_ON_TIME
-    earlier = Workload(
-        **{**{f: getattr(wl, f) for f in wl.__dataclass_fields__}, "requeue_at": NOW - timedelta(seconds=1)}
-    )
+    earlier = replace(wl, requeue_at=NOW - timedelta(seconds=1))
     assert names(run([cpu_queue("main", 4)], [earlier])) == ["a"]
 
 
