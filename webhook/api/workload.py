@@ -93,11 +93,13 @@ class Workload:
     conditions: tuple[Condition, ...] = ()
     requeue_at: datetime | None = None
     # Derived once from the fields above (``dataclasses.replace`` derives them again): every scheduling pass asks
-    # each Workload of the snapshot, which the Admitter keeps from pass to pass, and walking its conditions each
-    # time was a tenth of the reconciler's CPU in the baseline benchmark's profile at scale 0.5.
+    # them of each Workload of the snapshot, which the Admitter keeps from pass to pass; computing them at each
+    # read (walking the conditions, building the order tuple) was a tenth of the reconciler's CPU in the baseline
+    # benchmark's profile at scale 0.5.
     finished: bool = field(init=False, repr=False, compare=False)
     holds_quota: bool = field(init=False, repr=False, compare=False)
     pending: bool = field(init=False, repr=False, compare=False)
+    queue_order: model.QueueOrder = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         finished = model.finished(self.conditions)
@@ -110,6 +112,10 @@ class Workload:
             self, "holds_quota", model.holds_quota(has_admission=self.admission is not None, conditions=self.conditions)
         )
         object.__setattr__(self, "pending", self.admission is None and self.active and not finished)
+        order = model.queue_order(
+            priority=self.priority, created=self.created, uid=self.uid, namespace=self.namespace, name=self.name
+        )
+        object.__setattr__(self, "queue_order", order)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -120,12 +126,6 @@ class Workload:
 
     def condition_true(self, type_: str) -> bool:
         return model.condition_true(self.conditions, type_)
-
-    @property
-    def queue_order(self) -> model.QueueOrder:
-        return model.queue_order(
-            priority=self.priority, created=self.created, uid=self.uid, namespace=self.namespace, name=self.name
-        )
 
     @property
     def quota_reserved_at(self) -> datetime:
