@@ -3,7 +3,7 @@
 Owns: ``WatchSpec`` (what to watch) and ``Informer`` (resourceVersion tracking, bookmarks, re-list on
 ``Gone``, reconnect with capped jittered backoff, the ``synced`` flag). It hands every list and change to an
 ``InformerSink`` (the cache) through synchronous calls, so the sink updates its state atomically.
-Must not: interpret objects; it only moves them.
+Must not: interpret objects; it only moves them (listed without ``managedFields``, which the cache never keeps).
 
 Errors: any ``KubeError`` is retried (a CRD not yet installed or RBAC not yet granted heals later, as in
 client-go's reflector) and logged; anything else is a bug and ends ``run()``, which the supervisor reports.
@@ -127,6 +127,7 @@ class Informer:
             namespace=spec.namespace,
             label_selector=spec.label_selector,
             field_selector=spec.field_selector,
+            without_managed_fields=True,
         )
         self._sink.replace(spec.resource, listed.items)
         self.resource_version = listed.resource_version

@@ -196,3 +196,22 @@ def test_a_journal_that_overflows_says_so_instead_of_listing() -> None:
     assert journal.take() is None
     cache.apply(r.WORKLOAD, "ADDED", workload("wl-3"))
     assert journal.take() == {r.WORKLOAD: {ObjectKey("ns", "wl-3")}}
+
+
+def test_objects_are_kept_without_managed_fields_whichever_way_they_come_in() -> None:
+    cache = synced_cache()
+    managed = [{"manager": "turnstile", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+
+    def sent(name: str, version: int) -> Object:
+        return workload(name, version=version) | {"metadata": {**workload(name)["metadata"], "managedFields": managed}}
+
+    listed, watched, written = sent("a", 1), sent("b", 1), sent("c", 1)
+    cache.replace(r.WORKLOAD, [listed])
+    cache.apply(r.WORKLOAD, "ADDED", watched)
+    assert cache.observe(r.WORKLOAD, written)
+    for name, original in (("a", listed), ("b", watched), ("c", written)):
+        kept = cache.workload("ns", name)
+        assert kept is not None
+        assert "managedFields" not in kept["metadata"]
+        assert kept == {**original, "metadata": {k: v for k, v in original["metadata"].items() if k != "managedFields"}}
+        assert original["metadata"]["managedFields"] == managed, "the caller's object is left as it was"
