@@ -1,6 +1,7 @@
 """``ClusterCache``: the one in-memory picture of the cluster that the webhook and the scheduler read.
 
-Owns: the objects informers deliver (one store per kind), a few indexes, the ``ClusterView`` answers the
+Owns: the objects informers deliver (one store per kind), a few indexes, each Workload's typed value (decoded
+once per stored version, on first read: ``typed_workload``), the ``ClusterView`` answers the
 admission policies ask, and change notification (listeners, key queues, a change counter, per-object waits).
 Must not: talk to the API server or decide anything. Every mutation is a synchronous method, so a read and the
 write that depends on it can never be split by an ``await``.
@@ -86,6 +87,9 @@ class ClusterCache:
         self._synced: set[Resource] = set()
         self._synced_event = asyncio.Event()
         self._workloads_by_owner: dict[str, set[ObjectKey]] = {}
+        # The typed value of a stored Workload, next to the dict it was decoded from (the stored dict is replaced
+        # whenever another version is taken in, so "the same dict" is "the same resourceVersion").
+        self._typed: dict[ObjectKey, tuple[Object, model.Workload]] = {}
         self._object_waiters: dict[KIND_KEY, set[asyncio.Event]] = {}
         self._changed = asyncio.Event()
         self.generation = 0  # bumped on every change
@@ -160,6 +164,7 @@ class ClusterCache:
             store[key] = obj
         if resource == r.WORKLOAD:
             self._index_owner(key, old, obj)
+            self._typed.pop(key, None)
         kind: ChangeType = "ADDED" if old is None else "DELETED" if obj is None else "MODIFIED"
         self._notify(Change(resource, key, kind, old, obj), wake=wake)
 
@@ -290,6 +295,18 @@ class ClusterCache:
 
     def workloads(self, namespace: str | None = None) -> list[Object]:
         return list(self.items(r.WORKLOAD, namespace))
+
+    def typed_workload(self, workload: Object) -> model.Workload:
+        """The typed Workload of ``workload``: decoded once per version stored, then shared (a dict that is not the
+        stored one, an older version or one never stored, is decoded each time). Raises ``wire.InvalidObject``."""
+        key = key_of(workload)
+        memo = self._typed.get(key)
+        if memo is not None and memo[0] is workload:
+            return memo[1]
+        typed = model.decode_workload(workload)
+        if self._stores.get(r.WORKLOAD, {}).get(key) is workload:
+            self._typed[key] = (workload, typed)
+        return typed
 
     def workloads_owned_by(self, uid: str) -> list[Object]:
         """Workloads whose ownerReferences name this uid (a Job's, a Pod's)."""
