@@ -351,6 +351,15 @@ async def test_list_filters_by_namespace_label_and_field_selector(side: Side) ->
     assert all(j["kind"] == "Job" for j in across.items)
 
 
+async def test_a_list_without_managed_fields_is_the_list_less_them(side: Side) -> None:
+    await side.kube.create(JOB, job("a"), namespace=side.ns)
+    stored = await side.kube.get(JOB, "a", namespace=side.ns)
+    slim = await side.kube.list(JOB, namespace=side.ns, without_managed_fields=True)
+    assert all("managedFields" not in j["metadata"] for j in slim.items)
+    meta = {k: v for k, v in stored["metadata"].items() if k != "managedFields"}
+    assert [j for j in slim.items if j["metadata"]["name"] == "a"] == [stored | {"metadata": meta}]
+
+
 async def test_cluster_scoped_objects_have_no_namespace(side: Side) -> None:
     namespace = await side.kube.get(NAMESPACE, side.ns)
     assert namespace["kind"] == "Namespace"

@@ -197,6 +197,7 @@ class FakeKube:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        without_managed_fields: bool = False,
     ) -> ObjectList:
         self._check("list", resource, None)
         labels = selectors.parse_label_selector(label_selector)
@@ -206,6 +207,9 @@ class FakeKube:
             for key, obj in sorted(self._objects.get(resource, {}).items())
             if (not namespace or key.namespace == namespace) and labels(_meta(obj).get("labels") or {}) and fields(obj)
         ]
+        if without_managed_fields:  # the fake records none; dropped anyway, should a test have stored some
+            for item in items:
+                _meta(item).pop("managedFields", None)
         return ObjectList(items, self.resource_version)
 
     async def watch(

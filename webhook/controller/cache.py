@@ -1,11 +1,15 @@
 """``ClusterCache``: the one in-memory picture of the cluster that the webhook and the scheduler read.
 
-Owns: the objects informers deliver (one store per kind), a few indexes, the ``ClusterView`` answers the
+Owns: the objects informers deliver (one store per kind), a few indexes, each Workload's typed value (decoded
+once per stored version, on first read: ``typed_workload``), the ``ClusterView`` answers the
 admission policies ask, and change notification (listeners, key queues, a change counter, per-object waits).
 Must not: talk to the API server or decide anything. Every mutation is a synchronous method, so a read and the
 write that depends on it can never be split by an ``await``.
 
-Objects handed out are the stored dicts themselves, shared, for speed: never mutate them; copy first.
+Objects handed out are the stored dicts themselves, shared, for speed: never mutate them; copy first. They are
+stored without ``metadata.managedFields`` (nothing of ours reads them, and they were about half of a Workload's
+memory): a body built from a cached object and sent back (a PUT) leaves them out, which the API server takes as
+"keep them as they are".
 """
 
 from __future__ import annotations
@@ -32,6 +36,14 @@ class Change(NamedTuple):
     type: ChangeType
     old: Object | None
     new: Object | None
+
+
+def _slim(obj: Object) -> Object:
+    """The object without ``metadata.managedFields``; a shallow copy (the caller's object is left as it is)."""
+    meta = obj.get("metadata")
+    if not meta or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def _version(obj: Object | None) -> int | None:
@@ -75,6 +87,9 @@ class ClusterCache:
         self._synced: set[Resource] = set()
         self._synced_event = asyncio.Event()
         self._workloads_by_owner: dict[str, set[ObjectKey]] = {}
+        # The typed value of a stored Workload, next to the dict it was decoded from (the stored dict is replaced
+        # whenever another version is taken in, so "the same dict" is "the same resourceVersion").
+        self._typed: dict[ObjectKey, tuple[Object, model.Workload]] = {}
         self._object_waiters: dict[KIND_KEY, set[asyncio.Event]] = {}
         self._changed = asyncio.Event()
         self.generation = 0  # bumped on every change
@@ -88,7 +103,7 @@ class ClusterCache:
 
     def replace(self, resource: Resource, objects: list[Object]) -> None:
         store = self._store(resource)
-        fresh = {key_of(obj): obj for obj in objects}
+        fresh = {key_of(obj): _slim(obj) for obj in objects}
         for key in [k for k in store if k not in fresh]:
             self._set(resource, key, None)
         for key, obj in fresh.items():
@@ -111,7 +126,7 @@ class ClusterCache:
         stored, incoming = _version(old), _version(obj)
         if stored is not None and incoming is not None and incoming <= stored:
             return  # already know this or a newer version (e.g. through ``observe``)
-        self._set(resource, key, obj)
+        self._set(resource, key, _slim(obj))
 
     def observe(self, resource: Resource, obj: Object, *, quiet: bool = False) -> bool:
         """Take in an object a write of ours returned, unless a newer version is already known.
@@ -125,7 +140,7 @@ class ClusterCache:
         stored, incoming = _version(old), _version(obj)
         if old is not None and (stored is None or incoming is None or incoming <= stored):
             return False
-        self._set(resource, key_of(obj), obj, wake=not quiet)
+        self._set(resource, key_of(obj), _slim(obj), wake=not quiet)
         return True
 
     def forget(self, resource: Resource, key: ObjectKey) -> None:
@@ -149,6 +164,7 @@ class ClusterCache:
             store[key] = obj
         if resource == r.WORKLOAD:
             self._index_owner(key, old, obj)
+            self._typed.pop(key, None)
         kind: ChangeType = "ADDED" if old is None else "DELETED" if obj is None else "MODIFIED"
         self._notify(Change(resource, key, kind, old, obj), wake=wake)
 
@@ -279,6 +295,18 @@ class ClusterCache:
 
     def workloads(self, namespace: str | None = None) -> list[Object]:
         return list(self.items(r.WORKLOAD, namespace))
+
+    def typed_workload(self, workload: Object) -> model.Workload:
+        """The typed Workload of ``workload``: decoded once per version stored, then shared (a dict that is not the
+        stored one, an older version or one never stored, is decoded each time). Raises ``wire.InvalidObject``."""
+        key = key_of(workload)
+        memo = self._typed.get(key)
+        if memo is not None and memo[0] is workload:
+            return memo[1]
+        typed = model.decode_workload(workload)
+        if self._stores.get(r.WORKLOAD, {}).get(key) is workload:
+            self._typed[key] = (workload, typed)
+        return typed
 
     def workloads_owned_by(self, uid: str) -> list[Object]:
         """Workloads whose ownerReferences name this uid (a Job's, a Pod's)."""

@@ -54,7 +54,7 @@ class WorkloadSync:
         self._pods_ready = wait_for_pods_ready if wait_for_pods_ready and wait_for_pods_ready.enable else None
 
     async def sync(self, workload: Object, now: datetime.datetime) -> datetime.datetime | None:
-        typed = model.decode_workload(workload)
+        typed = self._cache.typed_workload(workload)
         meta = typed.metadata
         owner, owner_resource = self._job_owner(typed)
         owner_cached = owner is None or owner_resource is None or self._cached(meta.namespace, owner, owner_resource)

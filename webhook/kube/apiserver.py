@@ -189,6 +189,7 @@ class ApiServerKube:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        without_managed_fields: bool = False,
     ) -> ObjectList:
         path = resource.path(namespace=namespace)
         base = [*_selectors(label_selector, field_selector), ("limit", str(self._page_size))]
@@ -205,6 +206,8 @@ class ApiServerKube:
                 # Items of a list carry no kind/apiVersion; fill them so objects look the same everywhere.
                 item.setdefault("apiVersion", resource.api_version)
                 item.setdefault("kind", resource.kind)
+                if without_managed_fields:
+                    (item.get("metadata") or {}).pop("managedFields", None)
                 items.append(item)
             token = meta.get("continue") or ""
             if not token:

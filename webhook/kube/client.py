@@ -42,10 +42,13 @@ class Kube(Protocol):
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        without_managed_fields: bool = False,
     ) -> ObjectList:
         """Every matching object (all pages) and the collection's resourceVersion.
 
-        A namespaced kind without ``namespace`` lists across all namespaces.
+        A namespaced kind without ``namespace`` lists across all namespaces. ``without_managed_fields``: each
+        item's ``metadata.managedFields`` is dropped as its page arrives (for a cache: nobody reads them, they are
+        about half of a Workload, and a list that held them whole would set the process's peak memory).
         """
         ...
 

@@ -196,3 +196,62 @@ def test_a_journal_that_overflows_says_so_instead_of_listing() -> None:
     assert journal.take() is None
     cache.apply(r.WORKLOAD, "ADDED", workload("wl-3"))
     assert journal.take() == {r.WORKLOAD: {ObjectKey("ns", "wl-3")}}
+
+
+def test_objects_are_kept_without_managed_fields_whichever_way_they_come_in() -> None:
+    cache = synced_cache()
+    managed = [{"manager": "turnstile", "operation": "Update", "fieldsV1": {"f:spec": {}}}]
+
+    def sent(name: str, version: int) -> Object:
+        return workload(name, version=version) | {"metadata": {**workload(name)["metadata"], "managedFields": managed}}
+
+    listed, watched, written = sent("a", 1), sent("b", 1), sent("c", 1)
+    cache.replace(r.WORKLOAD, [listed])
+    cache.apply(r.WORKLOAD, "ADDED", watched)
+    assert cache.observe(r.WORKLOAD, written)
+    for name, original in (("a", listed), ("b", watched), ("c", written)):
+        kept = cache.workload("ns", name)
+        assert kept is not None
+        assert "managedFields" not in kept["metadata"]
+        assert kept == {**original, "metadata": {k: v for k, v in original["metadata"].items() if k != "managedFields"}}
+        assert original["metadata"]["managedFields"] == managed, "the caller's object is left as it was"
+
+
+def test_a_workload_is_decoded_once_per_version_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    from webhook.api import model
+
+    decoded: list[str] = []
+    real = model.decode_workload
+
+    def counting(raw: Any) -> model.Workload:
+        decoded.append(raw["metadata"]["resourceVersion"])
+        return real(raw)
+
+    monkeypatch.setattr(model, "decode_workload", counting)
+    cache = synced_cache()
+    cache.apply(r.WORKLOAD, "ADDED", workload(version=1, admission={"clusterQueue": "cq"}))
+    first = cache.workload("ns", "wl")
+    assert first is not None
+    typed = cache.typed_workload(first)
+    assert typed.status.has_admission
+    assert typed.metadata.name == "wl"
+    assert cache.typed_workload(first) is typed
+    assert cache.typed_workload(cache.workload("ns", "wl")) is typed  # type: ignore[arg-type]
+    assert decoded == ["1"]
+
+    cache.apply(r.WORKLOAD, "MODIFIED", workload(version=2))
+    second = cache.workload("ns", "wl")
+    assert second is not None
+    assert not cache.typed_workload(second).status.has_admission
+    assert cache.typed_workload(first).status.has_admission, "an older version read is its own, decoded again"
+    cache.typed_workload(second)
+    assert decoded == ["1", "2", "1"]
+
+    stray = workload(version=3)
+    cache.typed_workload(stray)
+    cache.typed_workload(stray)
+    assert decoded == ["1", "2", "1", "3", "3"], "a dict the cache does not hold is never remembered"
+
+    cache.apply(r.WORKLOAD, "DELETED", second)
+    assert cache.typed_workload(second) is not None
+    assert decoded[-1] == "2", "a deleted Workload's typed value is forgotten with it"

@@ -191,3 +191,35 @@ async def test_watches_ask_for_bookmarks_and_a_spread_timeout() -> None:
     assert seen[0]["allow_bookmarks"] is True
     assert 300 <= seen[0]["timeout_seconds"] <= 600
     assert seen[0]["resource_version"] == informer.resource_version
+
+
+async def test_the_garbage_collector_is_off_while_a_list_is_stored_and_back_on_after_even_when_it_fails() -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    class Sink(ClusterCache):
+        def replace(self, resource: Resource, objects: list[Object]) -> None:
+            seen.append(gc.isenabled())
+            super().replace(resource, objects)
+
+    class Failing(FakeKube):
+        fail = True
+
+        async def list(self, resource: Resource, **kwargs: Any) -> Any:
+            seen.append(gc.isenabled())
+            if self.fail:
+                self.fail = False
+                raise errors.Retryable("the list broke")
+            return await super().list(resource, **kwargs)
+
+    kube = Failing()
+    await kube.create(JOB, make_job("a"))
+    informer = Informer(kube, WatchSpec(JOB), Sink([JOB]), backoff=fast_backoff())
+    assert gc.isenabled()
+    async with Supervisor() as tasks:
+        tasks.spawn(informer.run(), name="watch:jobs")
+        await informer.wait_synced()
+        assert gc.isenabled(), "on again once the list is stored"
+    assert seen == [False, False, False], "off in the failed list, the one after, and while it is stored"
+    assert gc.isenabled()
