@@ -148,6 +148,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def minor_faults(pid: int) -> int:
+    """Page faults served without I/O (a fresh page of an mmap, a grown heap): a cost of allocation patterns."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(raw[raw.rindex(")") + 2 :].split()[7])
+
+
 def rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -727,7 +736,17 @@ def run(args: argparse.Namespace) -> int:
             load_seconds = load_backlog(cluster, client, args.pending)
             print(f"created {args.pending} Workloads in {load_seconds:.0f}s; starting Turnstile...", file=sys.stderr)
             started = time.monotonic()
-            turnstile.start(register=False, timeout=600)
+            extra_env = dict(item.split("=", 1) for item in args.turnstile_env)
+            saved = {key: os.environ.get(key) for key in extra_env}
+            os.environ.update(extra_env)  # Turnstile's alone: the instruments and the attackers start later
+            try:
+                turnstile.start(register=False, timeout=600)
+            finally:
+                for key, value in saved.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
             wait_leading(turnstile, 600)
             ready_seconds = time.monotonic() - started
             assert turnstile.process is not None
@@ -741,6 +760,7 @@ def run(args: argparse.Namespace) -> int:
             control_plane = dict(cluster.state.pids) if cluster.state is not None else {}
             sched_before = {p: sched_seconds(p) for p in [*tree, *control_plane.values()]}
             threads_before = thread_sched_seconds(pid)
+            faults_before = minor_faults(pid)
             series_before, _, _ = scrape(turnstile.metrics_url)
             context = multiprocessing.get_context("spawn")
             lease = LeaseWatch(context, cluster, "turnstile-system", "turnstile.x-k8s.io")
@@ -768,6 +788,7 @@ def run(args: argparse.Namespace) -> int:
             sched_used = {p: tuple(a - b for a, b in zip(sched_seconds(p), before, strict=True))
                           for p, before in sched_before.items()}  # fmt: skip
             threads_after = thread_sched_seconds(pid)
+            faults = minor_faults(pid) - faults_before
             if spy is not None:
                 spy.wait(timeout=args.seconds + 60)
             during_text = turnstile.metrics()
@@ -805,6 +826,8 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
             print(f"load average at the soak's start: {load_start}; at its end: {load_end}")
+            if args.turnstile_env:
+                print(f"Turnstile's environment: {' '.join(args.turnstile_env)}")
             print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; Turnstile commit: {_commit()}")
             print(
                 f"backlog: {args.pending} pending Workloads in {QUEUES} ClusterQueues (loaded in {load_seconds:.0f}s; "
@@ -862,6 +885,7 @@ def run(args: argparse.Namespace) -> int:
                     for name, (run, wait) in sorted(threads_after.items())
                 )
             )
+            print(f"minor page faults of the webhook process during the soak: {faults}")
             if args.py_spy:
                 print(summarise_py_spy(Path(args.py_spy)))
             if perf is not None:
@@ -931,6 +955,9 @@ def main() -> None:
     )
     parser.add_argument("--timeline", metavar="FILE", help="with --perf-sched: each valid review's send time, latency")
     parser.add_argument("--perf-seconds", type=float, default=20.0, help="how long --perf-sched traces, from the start")
+    parser.add_argument(
+        "--turnstile-env", action="append", default=[], metavar="KEY=VALUE", help="in Turnstile's environment only"
+    )
     parser.add_argument(
         "--no-autogroups", action="store_true", help="give niceness to processes only, not to their sessions' groups"
     )
