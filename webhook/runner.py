@@ -32,6 +32,8 @@ from webhook.server import AdmissionServer
 
 log = logging.getLogger(__name__)
 
+MMAP_THRESHOLD = 128 * 1024
+
 
 def _split_address(address: str) -> tuple[str, int | None]:
     if not address or address == "0":
@@ -112,30 +114,22 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             crashed.result()  # re-raises the crash of a supervised task
 
 
-def return_large_buffers_to_the_os(threshold: int = 1024 * 1024, trim: int = 4 * 1024 * 1024) -> None:
-    """Every allocation over ``threshold`` gets its own mapping, unmapped when freed; the heap keeps at most
-    ``trim`` free at its top (glibc; elsewhere a no-op).
+def return_large_buffers_to_the_os(threshold: int = MMAP_THRESHOLD) -> None:
+    """Every allocation over ``threshold`` gets its own mapping, unmapped when freed (glibc; elsewhere a no-op).
 
     glibc raises its mmap threshold to the size of the largest block freed, so after the first 3 MiB body every
     later one comes from the heap, and a heap fragmented by a burst of uploads never shrinks: RSS stayed at the
     peak after aborted uploads (issue 18). A fixed threshold (which also stops that adjustment) keeps request
-    bodies out of the heap. It is 1 MiB, not glibc's starting 128 KiB: every TLS read asks for a 256 KiB buffer
-    (``SSLObject.read(max_size)``, shrunk to what came), and under 128 KiB each read of each review was an mmap,
-    an mremap and an munmap (with its TLB shootdown across the cores) and fresh pages to fault in, on the serving
-    thread; with the trim threshold above it, that buffer is reused from the heap instead of the heap top being
-    given back and taken again (two brk calls per read). Inherited by the worker and reconciler processes through
-    the environment; ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` set beforehand take precedence.
+    bodies out of the heap. What the serving loop allocates per read stays under it (``server.TLS_READ_BYTES``).
+    Inherited by the worker and reconciler processes through the environment; ``MALLOC_MMAP_THRESHOLD_`` set
+    beforehand takes precedence.
     """
-    with contextlib.suppress(ValueError):  # glibc's own variables, if set, win (and are read the same way)
+    with contextlib.suppress(ValueError):  # glibc's own variable, if set, wins (and is read the same way)
         threshold = int(os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(threshold)))
-        trim = int(os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(trim)))
     with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, threshold)
-        libc.mallopt(_M_TRIM_THRESHOLD, trim)
+        ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, threshold)
 
 
-_M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
 
