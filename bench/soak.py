@@ -22,10 +22,15 @@ Then, together, for ``--seconds``:
 Priorities: the control plane, the valid-review client and the Lease watcher run at nice -10 (``prioritise``), the
 way they would run on other machines of a real cluster; Turnstile at the bench's own niceness (0 unless the bench is
 started under ``nice``; nothing here raises it); the attackers below it, at nice 10 (``ATTACKER_NICENESS``): they
-are load, not the system under test. The output says so. The valid client also reports how far its own sends fell
+are load, not the system under test. Each of them is in a session of its own whose scheduling group (autogroup) has
+the same niceness, or the niceness would not count between sessions (``--no-autogroups``: as before, it did not).
+The output says so. The valid client also reports how far its own sends fell
 behind their schedule, so a starved client shows; and for every process, its CPU time and the time it was runnable
 but waiting for a CPU (``schedstat``), which tells a busy webhook from a starved one. ``--py-spy FILE`` samples
 the webhook process during the soak (py-spy, in the venv) and reports where its serving thread spends its time.
+``--perf-sched FILE`` traces the scheduler for ``--perf-seconds`` (``bench.schedtrace``) and says, for the valid
+reviews over 10 ms, how much of their time the serving thread and the valid client ran and waited for a CPU, and
+what ran while the serving thread waited.
 
 Reported: the machine, valid-review p50 / p99 / max and how many took longer than the API server's webhook
 timeout (5 s), errors, Turnstile's RSS (its process and any children) before / peak during / after a settle
@@ -40,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
 import itertools
 import multiprocessing
@@ -61,6 +67,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from bench import schedtrace
 from bench.admission import job_review, percentile
 from bench.machine import describe
 from webhook.local.client import ApiError, LocalClient
@@ -141,6 +148,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def minor_faults(pid: int) -> int:
+    """Page faults served without I/O (a fresh page of an mmap, a grown heap): a cost of allocation patterns."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(raw[raw.rindex(")") + 2 :].split()[7])
+
+
 def rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -198,19 +214,43 @@ def load_average() -> str:
 INSTRUMENT_NICENESS = -10
 
 
+#
+# Niceness alone does not order processes of different sessions: with the kernel's autogroups (on here, and by
+# default on most distributions) each session is a scheduling group of its own, the groups share the CPUs equally,
+# and a process's niceness counts only against the others of its session. The control plane and Turnstile are
+# started in sessions of their own, so before the groups got a niceness too the priorities above did nothing
+# between them: the kube-apiserver at "nice -10" and the attackers at "nice 10" each took as much CPU as Turnstile.
+# So the group of each process the bench starts is given the niceness too (``/proc/PID/autogroup``), and each
+# instrument and the attackers move to a session of their own first. ``--no-autogroups`` leaves the groups alone
+# (the figures before this). In a pod the container's cgroup plays that role and niceness orders its processes.
+NO_AUTOGROUPS_ENV = "TURNSTILE_SOAK_NO_AUTOGROUPS"
+
+
 def prioritise(pid: int, niceness: int = INSTRUMENT_NICENESS) -> None:
     """Sets every thread of ``pid`` to ``niceness`` (niceness is per thread on Linux; threads started later
-    inherit their creator's)."""
+    inherit their creator's), and its session's scheduling group too (see above)."""
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
             os.setpriority(os.PRIO_PROCESS, int(task.name), niceness)
         except (OSError, ValueError):
             continue
+    if not os.environ.get(NO_AUTOGROUPS_ENV):
+        # OSError: no autogroups in this kernel, or no right to raise the group's priority
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{pid}/autogroup").write_text(str(niceness))
+
+
+def _own_group(niceness: int) -> None:
+    """This process in a session (so a scheduling group) of its own, at ``niceness``."""
+    if not os.environ.get(NO_AUTOGROUPS_ENV):
+        with contextlib.suppress(OSError):  # already a session leader
+            os.setsid()
+    prioritise(os.getpid(), niceness)
 
 
 def _instrument() -> None:
     """Called first in an instrument's own process."""
-    prioritise(os.getpid())
+    _own_group(INSTRUMENT_NICENESS)
 
 
 # The attack traffic is load, not the system under test: on a real cluster it comes from other pods, mostly on other
@@ -222,7 +262,7 @@ ATTACKER_NICENESS = 10
 
 
 def _attack_process(port: int, ca_pem: str, args: argparse.Namespace, results: Any) -> None:
-    os.setpriority(os.PRIO_PROCESS, 0, args.attacker_nice)
+    _own_group(args.attacker_nice)
     before = own_sched_seconds()
     out = asyncio.run(attacks(port, ca_pem, args))
     after = own_sched_seconds()
@@ -355,10 +395,11 @@ def _valid_load(port: int, ca_pem: str, rate: int, seconds: float, results: Any)
     _instrument()
     sched_before = own_sched_seconds()
 
-    async def main() -> tuple[list[float], list[float], Counter[str]]:
+    async def main() -> tuple[list[float], list[float], list[float], Counter[str]]:
         context = ssl.create_default_context(cadata=ca_pem)
         url = f"https://127.0.0.1:{port}/mutate/batch/v1/jobs"
         latencies: list[float] = []
+        sents: list[float] = []  # when each review left (time.monotonic, as the scheduler trace's clock)
         lags: list[float] = []  # how late each review left its schedule: this client's own starvation
         outcomes: Counter[str] = Counter()
         timeout = aiohttp.ClientTimeout(total=10)
@@ -376,6 +417,7 @@ def _valid_load(port: int, ca_pem: str, rate: int, seconds: float, results: Any)
                 except (aiohttp.ClientError, TimeoutError) as exc:
                     outcomes[type(exc).__name__] += 1
                 latencies.append(loop.time() - sent)
+                sents.append(sent)
 
             count = int(rate * seconds)
             start = loop.time() + 0.05
@@ -387,12 +429,12 @@ def _valid_load(port: int, ca_pem: str, rate: int, seconds: float, results: Any)
                     await asyncio.sleep(delay)
                 tasks.append(asyncio.create_task(one(job_review(i), planned)))
             await asyncio.gather(*tasks)
-        return latencies, lags, outcomes
+        return latencies, sents, lags, outcomes
 
-    latencies, lags, outcomes = asyncio.run(main())
+    latencies, sents, lags, outcomes = asyncio.run(main())
     sched_after = own_sched_seconds()
     sched = (sched_after[0] - sched_before[0], sched_after[1] - sched_before[1])
-    results.put((latencies, lags, dict(outcomes), sched))
+    results.put((latencies, sents, lags, dict(outcomes), sched))
 
 
 # -- the attacks (this process) ------------------------------------------------------------------------------
@@ -694,7 +736,17 @@ def run(args: argparse.Namespace) -> int:
             load_seconds = load_backlog(cluster, client, args.pending)
             print(f"created {args.pending} Workloads in {load_seconds:.0f}s; starting Turnstile...", file=sys.stderr)
             started = time.monotonic()
-            turnstile.start(register=False, timeout=600)
+            extra_env = dict(item.split("=", 1) for item in args.turnstile_env)
+            saved = {key: os.environ.get(key) for key in extra_env}
+            os.environ.update(extra_env)  # Turnstile's alone: the instruments and the attackers start later
+            try:
+                turnstile.start(register=False, timeout=600)
+            finally:
+                for key, value in saved.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
             wait_leading(turnstile, 600)
             ready_seconds = time.monotonic() - started
             assert turnstile.process is not None
@@ -708,6 +760,7 @@ def run(args: argparse.Namespace) -> int:
             control_plane = dict(cluster.state.pids) if cluster.state is not None else {}
             sched_before = {p: sched_seconds(p) for p in [*tree, *control_plane.values()]}
             threads_before = thread_sched_seconds(pid)
+            faults_before = minor_faults(pid)
             series_before, _, _ = scrape(turnstile.metrics_url)
             context = multiprocessing.get_context("spawn")
             lease = LeaseWatch(context, cluster, "turnstile-system", "turnstile.x-k8s.io")
@@ -725,7 +778,8 @@ def run(args: argparse.Namespace) -> int:
             valid.start()
             attacker.start()
             spy = start_py_spy(args.py_spy, pid, args.seconds) if args.py_spy else None
-            latencies, lags, outcomes, valid_sched = results.get(timeout=args.seconds + 120)
+            perf = schedtrace.record(args.perf_sched, args.perf_seconds) if args.perf_sched else None
+            latencies, sents, lags, outcomes, valid_sched = results.get(timeout=args.seconds + 120)
             attack_fields, attack_sched = attack_results.get(timeout=args.seconds + 120)
             attacked = Attacks(**attack_fields)
             valid.join(timeout=30)
@@ -734,6 +788,7 @@ def run(args: argparse.Namespace) -> int:
             sched_used = {p: tuple(a - b for a, b in zip(sched_seconds(p), before, strict=True))
                           for p, before in sched_before.items()}  # fmt: skip
             threads_after = thread_sched_seconds(pid)
+            faults = minor_faults(pid) - faults_before
             if spy is not None:
                 spy.wait(timeout=args.seconds + 60)
             during_text = turnstile.metrics()
@@ -763,9 +818,16 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"priorities: control plane, valid-review client and Lease watcher at nice {INSTRUMENT_NICENESS}; "
                 f"Turnstile at nice {os.getpriority(os.PRIO_PROCESS, 0)} (the bench's own; its reconciler threads "
-                f"lower themselves to 10, its review worker to 5); attackers at nice {args.attacker_nice}"
+                f"lower themselves to 10, its review worker to 5); attackers at nice {args.attacker_nice}; "
+                + (
+                    "niceness only, the sessions' groups left alone"
+                    if args.no_autogroups
+                    else "each (and Turnstile) in a scheduling group of its own, the groups at the same niceness"
+                )
             )
             print(f"load average at the soak's start: {load_start}; at its end: {load_end}")
+            if args.turnstile_env:
+                print(f"Turnstile's environment: {' '.join(args.turnstile_env)}")
             print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; Turnstile commit: {_commit()}")
             print(
                 f"backlog: {args.pending} pending Workloads in {QUEUES} ClusterQueues (loaded in {load_seconds:.0f}s; "
@@ -823,8 +885,22 @@ def run(args: argparse.Namespace) -> int:
                     for name, (run, wait) in sorted(threads_after.items())
                 )
             )
+            print(f"minor page faults of the webhook process during the soak: {faults}")
             if args.py_spy:
                 print(summarise_py_spy(Path(args.py_spy)))
+            if perf is not None:
+                perf.wait(timeout=args.perf_seconds + 60)
+                trace = schedtrace.load(args.perf_sched, [pid, valid.pid or 0])
+                who: dict[int, str] = {**names, valid.pid or 0: "valid client", attacker.pid or 0: "attackers"}
+                requests = list(zip(sents, latencies, strict=True))
+                if args.timeline:
+                    Path(args.timeline).write_text("".join(f"{a:.6f} {b:.6f}\n" for a, b in requests))
+                print(schedtrace.report(schedtrace.explain(trace, pid, requests, who), trace, "the serving thread"))
+                print(
+                    schedtrace.report(
+                        schedtrace.explain(trace, valid.pid or 0, requests, who), trace, "the valid client"
+                    )
+                )
             print(
                 f"metric series: {series_before} before, {series_after} after; /metrics {page_bytes / 1e6:.2f} MB, "
                 f"scraped in {scrape_seconds:.2f}s"
@@ -874,8 +950,21 @@ def main() -> None:
     parser.add_argument(
         "--attacker-nice", type=int, default=ATTACKER_NICENESS, help="niceness of the attack traffic's process"
     )
+    parser.add_argument(
+        "--perf-sched", metavar="FILE", help="trace the scheduler (perf sched record) into FILE: why slow reviews were"
+    )
+    parser.add_argument("--timeline", metavar="FILE", help="with --perf-sched: each valid review's send time, latency")
+    parser.add_argument("--perf-seconds", type=float, default=20.0, help="how long --perf-sched traces, from the start")
+    parser.add_argument(
+        "--turnstile-env", action="append", default=[], metavar="KEY=VALUE", help="in Turnstile's environment only"
+    )
+    parser.add_argument(
+        "--no-autogroups", action="store_true", help="give niceness to processes only, not to their sessions' groups"
+    )
     parser.add_argument("--py-spy", metavar="FILE", help="sample the webhook process with py-spy into FILE (raw)")
     args = parser.parse_args()
+    if args.no_autogroups:
+        os.environ[NO_AUTOGROUPS_ENV] = "1"
     sys.exit(run(args))
 
 

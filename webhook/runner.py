@@ -32,6 +32,8 @@ from webhook.server import AdmissionServer
 
 log = logging.getLogger(__name__)
 
+MMAP_THRESHOLD = 128 * 1024
+
 
 def _split_address(address: str) -> tuple[str, int | None]:
     if not address or address == "0":
@@ -112,15 +114,18 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             crashed.result()  # re-raises the crash of a supervised task
 
 
-def return_large_buffers_to_the_os(threshold: int = 128 * 1024) -> None:
+def return_large_buffers_to_the_os(threshold: int = MMAP_THRESHOLD) -> None:
     """Every allocation over ``threshold`` gets its own mapping, unmapped when freed (glibc; elsewhere a no-op).
 
     glibc raises its mmap threshold to the size of the largest block freed, so after the first 3 MiB body every
     later one comes from the heap, and a heap fragmented by a burst of uploads never shrinks: RSS stayed at the
     peak after aborted uploads (issue 18). A fixed threshold (which also stops that adjustment) keeps request
-    bodies out of the heap. Inherited by the worker and reconciler processes through the environment.
+    bodies out of the heap. What the serving loop allocates per read stays under it (``server.TLS_READ_BYTES``).
+    Inherited by the worker and reconciler processes through the environment; ``MALLOC_MMAP_THRESHOLD_`` set
+    beforehand takes precedence.
     """
-    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(threshold))
+    with contextlib.suppress(ValueError):  # glibc's own variable, if set, wins (and is read the same way)
+        threshold = int(os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(threshold)))
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, threshold)
 
