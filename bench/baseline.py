@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -218,11 +218,50 @@ class _KueueCluster(LocalCluster):
         super().install_crds(directory=self._crds, timeout=timeout)
 
 
+def scratch() -> Path:
+    """Where a run's control plane keeps its state: memory when it can."""
+    return Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+
+
+def bare_cluster(system: str, tmp: Path, kueue: Path | None) -> LocalCluster:
+    """A control plane of etcd and kube-apiserver only, with the system's CRDs."""
+    if system == "kueue":
+        assert kueue is not None
+        return _KueueCluster(tmp / "cluster", kueue / "crds")
+    return LocalCluster(tmp / "cluster", controller_manager=False)
+
+
 def kueue_dir() -> Path:
     done = subprocess.run(["bash", str(KUEUE_BUILD)], stdout=subprocess.PIPE, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{KUEUE_BUILD} failed with exit code {done.returncode}; see its output above")
     return Path(done.stdout.strip().splitlines()[-1])
+
+
+def start_controller(
+    system: str, cluster: LocalCluster, tmp: Path, *, kueue: Path | None, leader_election: bool = False
+) -> tuple[int, subprocess.Popen[bytes] | None, LocalTurnstile | None]:
+    """Start the system's controller against ``cluster``: (its pid, minimalkueue's process, or the LocalTurnstile)."""
+    if system == "kueue":
+        assert kueue is not None
+        log = (tmp / "minimalkueue.log").open("ab")
+        proc = subprocess.Popen(
+            [str(kueue / "minimalkueue"), f"--kubeconfig={cluster.kubeconfig}"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        log.close()
+        return proc.pid, proc, None
+    # minimalkueue runs no leader election; like for like, neither does Turnstile unless asked. With it, on the
+    # overloaded 2-core machine a renewal (one GET and PUT) took over the 10 s renew deadline: the reconciler was
+    # killed and started again from an empty cache, twice in one run (the gaps).
+    timings = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}
+    lease = {"leaderElection": timings if leader_election else {"leaderElect": False}}
+    turnstile = LocalTurnstile(cluster, tmp / "turnstile", config=lease, visibility=False)
+    turnstile.start(register=False)
+    assert turnstile.process is not None
+    return turnstile.process.pid, None, turnstile
 
 
 # -- one run --------------------------------------------------------------------------------------------------
@@ -319,15 +358,27 @@ class Run:
 
     # -- the watch --
     async def watch(self, session: aiohttp.ClientSession, ready: asyncio.Event) -> None:
+        await self.follow(session, f"{GROUP}/workloads", ready, self.seen, lambda obj: self.seen(obj, session=session))
+
+    async def follow(
+        self,
+        session: aiohttp.ClientSession,
+        path: str,
+        ready: asyncio.Event,
+        listed: Callable[[JSON], None],
+        changed: Callable[[JSON], None],
+    ) -> None:
+        """List ``path`` (each item to ``listed``), then watch it (each added or modified object to ``changed``),
+        listing again when the watch expires, until ``done``."""
         version = ""
         while not self.done.is_set():
             if not version:
-                _, listed = await self.request(session, "GET", f"{GROUP}/workloads")
-                for obj in listed.get("items", []):
-                    self.seen(obj)
-                version = listed["metadata"]["resourceVersion"]
+                _, answer = await self.request(session, "GET", path)
+                for obj in answer.get("items", []):
+                    listed(obj)
+                version = answer["metadata"]["resourceVersion"]
                 ready.set()
-            url = f"{self.server}{GROUP}/workloads?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
+            url = f"{self.server}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
             timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
             async with session.get(url, ssl=self.ssl, timeout=timeout) as r:
                 if r.status == 410:
@@ -341,7 +392,7 @@ class Run:
                         break
                     version = (obj.get("metadata") or {}).get("resourceVersion", version)
                     if event.get("type") in ("ADDED", "MODIFIED"):
-                        self.seen(obj, session=session)
+                        changed(obj)
 
     def seen(self, obj: JSON, *, session: aiohttp.ClientSession | None = None) -> None:
         meta = obj.get("metadata") or {}
@@ -576,14 +627,8 @@ def run_once(
     keep_niceness: bool = False,
     leader_election: bool = False,
 ) -> Result:
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    with tempfile.TemporaryDirectory(prefix=f"turnstile-baseline-{system}-", dir=base) as tmp:
-        cluster: LocalCluster
-        if system == "kueue":
-            assert kueue is not None
-            cluster = _KueueCluster(Path(tmp) / "cluster", kueue / "crds")
-        else:
-            cluster = LocalCluster(Path(tmp) / "cluster", controller_manager=False)
+    with tempfile.TemporaryDirectory(prefix=f"turnstile-baseline-{system}-", dir=scratch()) as tmp:
+        cluster = bare_cluster(system, Path(tmp), kueue)
         proc: subprocess.Popen[bytes] | None = None
         spy: subprocess.Popen[bytes] | None = None
         turnstile: LocalTurnstile | None = None
@@ -591,44 +636,27 @@ def run_once(
         try:
             print(f"{system}: starting a fresh control plane...", file=sys.stderr)
             state = cluster.start()
-            if system == "kueue":
-                assert kueue is not None
-                log = (Path(tmp) / "minimalkueue.log").open("ab")
-                proc = subprocess.Popen(
-                    [str(kueue / "minimalkueue"), f"--kubeconfig={cluster.kubeconfig}"],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
+            pid, proc, turnstile = start_controller(
+                system, cluster, Path(tmp), kueue=kueue, leader_election=leader_election
+            )
+            # py-spy (pip install py-spy): collapsed stacks of every process of Turnstile's tree
+            if turnstile is not None and profile is not None:
+                spy = subprocess.Popen(
+                    [
+                        "py-spy",
+                        "record",
+                        "--subprocesses",
+                        "--nonblocking",
+                        "--format",
+                        "raw",
+                        "--rate",
+                        "50",
+                        "-o",
+                        str(profile),
+                        "-p",
+                        str(pid),
+                    ]
                 )
-                log.close()
-                pid = proc.pid
-            else:
-                # minimalkueue runs no leader election; like for like, neither does Turnstile unless asked. With it,
-                # on the overloaded 2-core machine a renewal (one GET and PUT) took over the 10 s renew deadline:
-                # the reconciler was killed and started again from an empty cache, twice in one run (the gaps).
-                timings = {"leaseDuration": "15s", "renewDeadline": "10s", "retryPeriod": "2s"}
-                lease = {"leaderElection": timings if leader_election else {"leaderElect": False}}
-                turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", config=lease, visibility=False)
-                turnstile.start(register=False)
-                assert turnstile.process is not None
-                pid = turnstile.process.pid
-                if profile is not None:  # py-spy (pip install py-spy): collapsed stacks of every process of the tree
-                    spy = subprocess.Popen(
-                        [
-                            "py-spy",
-                            "record",
-                            "--subprocesses",
-                            "--nonblocking",
-                            "--format",
-                            "raw",
-                            "--rate",
-                            "50",
-                            "-o",
-                            str(profile),
-                            "-p",
-                            str(pid),
-                        ]
-                    )
             apiserver, etcd = state.pids["kube-apiserver"], state.pids["etcd"]
             log_file = turnstile.log_file if turnstile is not None else None
             run = Run(cluster.server, cluster.pki_dir, scale=scale, system=system)

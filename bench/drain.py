@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
-import os
 import statistics
 import subprocess
 import sys
@@ -32,21 +31,21 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 
 from bench.baseline import (
     GROUP,
     Run,
     _cond,
-    _KueueCluster,
     _now,
+    bare_cluster,
     kueue_dir,
     same_niceness,
+    scratch,
+    start_controller,
     tree_cpu,
     tree_rss,
 )
 from bench.e2e import cpu_seconds, machine
-from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
 
 JSON = dict[str, Any]
@@ -163,30 +162,8 @@ class Drain:
         await asyncio.gather(*(creator() for _ in range(concurrency)))
 
     async def watch(self, session: aiohttp.ClientSession, ready: asyncio.Event) -> None:
-        version = ""
-        path = f"{GROUP}/namespaces/{QUEUE}/workloads"
-        while not self.done.is_set():
-            if not version:
-                _, listed = await self.run.request(session, "GET", path)
-                for obj in listed.get("items", []):
-                    self.seen(obj)
-                version = listed["metadata"]["resourceVersion"]
-                ready.set()
-            url = f"{self.run.server}{path}?watch=1&allowWatchBookmarks=true&resourceVersion={version}"
-            timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-            async with session.get(url, ssl=self.run.ssl, timeout=timeout) as r:
-                if r.status == 410:
-                    version = ""
-                    continue
-                async for line in r.content:
-                    event = orjson.loads(line)
-                    obj = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        version = "" if obj.get("code") == 410 else version
-                        break
-                    version = (obj.get("metadata") or {}).get("resourceVersion", version)
-                    if event.get("type") in ("ADDED", "MODIFIED"):
-                        self.seen(obj)
+        self.run.done = self.done  # the Run's follow() stops with the drain
+        await self.run.follow(session, f"{GROUP}/namespaces/{QUEUE}/workloads", ready, self.seen, self.seen)
 
     def seen(self, obj: JSON) -> None:
         name = (obj.get("metadata") or {}).get("name", "")
@@ -222,14 +199,8 @@ class Drain:
 
 
 def run_once(system: str, *, workloads: int, concurrency: int, timeout: float, kueue: Path | None) -> Result:
-    base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
-    with tempfile.TemporaryDirectory(prefix=f"turnstile-drain-{system}-", dir=base) as tmp:
-        cluster: LocalCluster
-        if system == "kueue":
-            assert kueue is not None
-            cluster = _KueueCluster(Path(tmp) / "cluster", kueue / "crds")
-        else:
-            cluster = LocalCluster(Path(tmp) / "cluster", controller_manager=False)
+    with tempfile.TemporaryDirectory(prefix=f"turnstile-drain-{system}-", dir=scratch()) as tmp:
+        cluster = bare_cluster(system, Path(tmp), kueue)
         proc: subprocess.Popen[bytes] | None = None
         turnstile: LocalTurnstile | None = None
         try:
@@ -250,23 +221,7 @@ def run_once(system: str, *, workloads: int, concurrency: int, timeout: float, k
 
             asyncio.run(prepare())
             started = time.monotonic()
-            if system == "kueue":
-                assert kueue is not None
-                log = (Path(tmp) / "minimalkueue.log").open("ab")
-                proc = subprocess.Popen(
-                    [str(kueue / "minimalkueue"), f"--kubeconfig={cluster.kubeconfig}"],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                )
-                log.close()
-                pid = proc.pid
-            else:
-                config = {"leaderElection": {"leaderElect": False}}
-                turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", config=config, visibility=False)
-                turnstile.start(register=False)
-                assert turnstile.process is not None
-                pid = turnstile.process.pid
+            pid, proc, turnstile = start_controller(system, cluster, Path(tmp), kueue=kueue)
             cpu0, api0 = tree_cpu(pid), cpu_seconds(apiserver)
             peak = 0
 
