@@ -310,6 +310,19 @@ async def make_sts(world: World, *, replicas: int, queue: str = "q") -> Object:
     return await world.kube.create(STATEFULSET, body)
 
 
+async def admitted_web() -> tuple[World, Object]:
+    """A StatefulSet of two pods, both made, its Workload admitted and the pods released."""
+    world = World()
+    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
+    sts = await make_sts(world, replicas=2)
+    for i in range(2):
+        await sts_pod(world, sts, f"web-{i}", stamped=2)
+    await world.pass_once()
+    await world.admit(WEB)
+    await world.pass_once()
+    return world, sts
+
+
 async def scale(world: World, replicas: int) -> None:
     await world.kube.patch(STATEFULSET, "web", {"spec": {"replicas": replicas}}, namespace=NS)
 
@@ -345,14 +358,7 @@ async def test_a_pending_statefulset_groups_workload_follows_the_live_size_and_q
 
 
 async def test_an_admitted_statefulset_group_scaled_up_is_stopped_and_queued_again_for_the_new_size() -> None:
-    world = World()
-    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
-    sts = await make_sts(world, replicas=2)
-    for i in range(2):
-        await sts_pod(world, sts, f"web-{i}", stamped=2)
-    await world.pass_once()
-    await world.admit(WEB)
-    await world.pass_once()
+    world, sts = await admitted_web()
     assert not any(_gated(p) for p in world.pods().values())
     await scale(world, 3)
     await world.pass_once()
@@ -375,14 +381,7 @@ async def test_an_admitted_statefulset_group_scaled_up_is_stopped_and_queued_aga
 
 
 async def test_scaled_down_while_admitted_then_to_zero_before_its_pods_came_back_the_workload_goes() -> None:
-    world = World()
-    await world.kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
-    sts = await make_sts(world, replicas=2)
-    for i in range(2):
-        await sts_pod(world, sts, f"web-{i}", stamped=2)
-    await world.pass_once()
-    await world.admit(WEB)
-    await world.pass_once()
+    world, sts = await admitted_web()
     # Scaled down: the StatefulSet deletes web-1; the group is queued again for one (its quota for two goes back).
     await scale(world, 1)
     await world.kube.delete(r.POD, "web-1", namespace=NS)
