@@ -6,7 +6,8 @@ app's ``cleanup_ctx``; if it dies, ``run_until`` raises so the process stops lou
 certificate that will expire. Connections are capped and given deadlines (``webhook.connections``); a request
 answered without its body being read is followed by closing the connection, never by draining the body
 (``LINGERING_SECONDS``); reviews larger than ``routes.OFFLOAD_BYTES`` go to ``offload`` when one is given (the
-review worker processes).
+review worker processes). The bytes of every request body read are counted once the request is done, and the heap
+they leave free is given back to the OS now and then (``webhook.memtrim``).
 Must not: hold admission policy.
 """
 
@@ -16,16 +17,18 @@ import asyncio
 import asyncio.sslproto
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.routes import Observer, Offload, Readiness, build_app
 from webhook.admission.view import ClusterView
 from webhook.connections import ConnectionGuard, ConnectionLimits, GuardedSite
+from webhook.memtrim import MemoryTrimmer
 from webhook.tls import DEFAULT_POLL_SECONDS, CertificateReloader
 
 log = logging.getLogger(__name__)
@@ -66,6 +69,17 @@ async def _certificate_watch(app: web.Application) -> AsyncIterator[None]:
         await task
 
 
+def _counting_bodies(trimmer: MemoryTrimmer) -> Callable[[web.Request, Handler], Any]:
+    @web.middleware
+    async def count(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        finally:  # after the handler let go of the body; aborted and refused uploads count too
+            trimmer.bodies_read(request.content.total_bytes)
+
+    return count
+
+
 class AdmissionServer:
     """One HTTPS listener serving the admission routes; ``start``, then ``run_until``, then ``close``."""
 
@@ -82,12 +96,15 @@ class AdmissionServer:
         observe: Observer | None = None,
         offload: Offload | None = None,
         limits: ConnectionLimits | None = None,
+        trimmer: MemoryTrimmer | None = None,
     ) -> None:
         asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BYTES
         self.readiness = Readiness()
         self.reloader = CertificateReloader(cert_file, key_file)
         self.guard = ConnectionGuard(limits or ConnectionLimits())
         self.app = build_app(view=view, options=options, readiness=self.readiness, observe=observe, offload=offload)
+        self.trimmer = trimmer or MemoryTrimmer()
+        self.app.middlewares.insert(0, _counting_bodies(self.trimmer))  # type: ignore[arg-type]
         self.app.middlewares.insert(0, self.guard.middleware())  # type: ignore[arg-type]
         self.app[RELOADER] = self.reloader
         self.app[FAILURES] = asyncio.Queue()
@@ -135,6 +152,7 @@ class AdmissionServer:
             await self._sweeping.__aexit__(None, None, None)
             self._sweeping = None
         await self._runner.cleanup()
+        await self.trimmer.close()
 
 
 async def serve(

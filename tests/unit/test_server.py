@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tests.unit.admission.builders import make_job, review_body
 from webhook import tls
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import StaticView
+from webhook.memtrim import MemoryTrimmer, TrimPolicy
 from webhook.server import AdmissionServer
 
 pytestmark = pytest.mark.timeout(60)
@@ -178,3 +180,32 @@ async def test_a_refused_request_body_is_not_read_the_connection_is_closed(
     line, closed = await _refused_then_closed(server.port, certs, path, announced)
     assert status in line, line
     assert closed, "the server kept the connection open to read the refused body"
+
+
+async def test_the_body_of_an_aborted_upload_counts_towards_giving_memory_back(
+    certs: tls.WebhookCertificates,
+) -> None:
+    trimmed = threading.Event()
+    trimmer = MemoryTrimmer(policy=TrimPolicy(min_bytes=128 * 1024), trim=trimmed.set)
+    srv = AdmissionServer(
+        view=StaticView(),
+        options=AdmissionOptions(),
+        cert_file=certs.cert_file,
+        key_file=certs.key_file,
+        host="127.0.0.1",
+        port=0,
+        trimmer=trimmer,
+    )
+    await srv.start()
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", srv.port, ssl=client_ssl(certs))
+        writer.write(
+            b"POST /validate/kueue/workloads HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {3 * 1024 * 1024}\r\n\r\n".encode()
+            + b"x" * (160 * 1024)
+        )
+        await writer.drain()
+        writer.close()
+        assert await asyncio.to_thread(trimmed.wait, 5.0)
+    finally:
+        await srv.close()
