@@ -7,6 +7,7 @@ import ssl
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import orjson
@@ -27,17 +28,21 @@ def certs(tmp_path: Path) -> tls.WebhookCertificates:
     return tls.issue_webhook_certificates(tmp_path, ["127.0.0.1"])
 
 
-@pytest.fixture
-async def server(certs: tls.WebhookCertificates) -> AsyncIterator[AdmissionServer]:
-    srv = AdmissionServer(
+def loopback_server(certs: tls.WebhookCertificates, **overrides: Any) -> AdmissionServer:
+    return AdmissionServer(
         view=StaticView(),
         options=AdmissionOptions(),
         cert_file=certs.cert_file,
         key_file=certs.key_file,
         host="127.0.0.1",
         port=0,
-        poll_seconds=0.1,
+        **overrides,
     )
+
+
+@pytest.fixture
+async def server(certs: tls.WebhookCertificates) -> AsyncIterator[AdmissionServer]:
+    srv = loopback_server(certs, poll_seconds=0.1)
     await srv.start()
     yield srv
     await srv.close()
@@ -187,15 +192,7 @@ async def test_the_body_of_an_aborted_upload_counts_towards_giving_memory_back(
 ) -> None:
     trimmed = threading.Event()
     trimmer = MemoryTrimmer(policy=TrimPolicy(min_bytes=128 * 1024), trim=trimmed.set)
-    srv = AdmissionServer(
-        view=StaticView(),
-        options=AdmissionOptions(),
-        cert_file=certs.cert_file,
-        key_file=certs.key_file,
-        host="127.0.0.1",
-        port=0,
-        trimmer=trimmer,
-    )
+    srv = loopback_server(certs, trimmer=trimmer)
     await srv.start()
     try:
         _, writer = await asyncio.open_connection("127.0.0.1", srv.port, ssl=client_ssl(certs))
