@@ -38,7 +38,7 @@ PURE = ("api", "core", "jobs")
 # The edges may import any layer; nothing inner imports them.
 EDGES = frozenset(
     {"__main__", "cli", "config", "metrics", "pki", "runner", "server", "tls", "local", "usercli"}
-    | {"visibility", "dashboard", "connections", "reconcilerprocess", "reviewpool", "runoptions"}
+    | {"visibility", "dashboard", "connections", "reconcilerprocess", "reviewpool", "runoptions", "gcpolicy"}
 )
 
 
