@@ -71,6 +71,7 @@ class Admitter:
         metrics: QueueMetrics | None = None,
         write_concurrency: int = 32,
         pending_writes_per_pass: int = 200,
+        pending_positions: int = 10,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
@@ -98,6 +99,12 @@ class Admitter:
         # pass's admissions queue behind them.
         self._info_gate = asyncio.Semaphore(max(1, write_concurrency // 4)) if deferred else self._gate
         self._pending_budget = pending_writes_per_pass
+        # Reasons are written for the first ``pending_positions`` waiting in each ClusterQueue (and for every
+        # workload that cannot queue at all): as in Kueue, whose reasons are those of the heads it tried. What
+        # waits further back is listed, with its position and reason, by the visibility API and `turnstile
+        # workloads --pending`; writing each of them (and rewriting it as the numbers moved) was a third of our
+        # Workload writes in a deep backlog.
+        self._pending_positions = pending_positions
         self._pending_refresh = pending_refresh
         self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
         # Per pending Workload: the cached object last compared with its reason, the reason and detail compared,
@@ -478,7 +485,9 @@ class Admitter:
         waiting = {p.workload for p in pending}
         self._pending_written = {k: t for k, t in self._pending_written.items() if k in waiting}
         self._shown = {k: v for k, v in self._shown.items() if k in waiting}
-        for decision in sorted(pending, key=_heads_first):
+        front = self._pending_positions
+        in_front = [p for p in pending if p.position is None or p.position <= front]
+        for decision in sorted(in_front, key=_heads_first):
             if len(writes) >= self._pending_budget:
                 self._pending_owed = True  # the rest in a later pass, from this decision if nothing changes
                 break
@@ -539,9 +548,9 @@ async def _gather(writes: list[Awaitable[None]]) -> None:
     await asyncio.gather(*writes)
 
 
-def _heads_first(p: PendingDecision) -> tuple[bool, int]:
-    """Write order: every queue's head first, then the second of each, ...; unqueued workloads last."""
-    return p.position is None, p.position or 0
+def _heads_first(p: PendingDecision) -> int:
+    """Write order: workloads that cannot queue, then every queue's head, then the second of each, ..."""
+    return p.position or 0
 
 
 def _says(obj: Mapping[str, Any], decision: PendingDecision) -> bool:

@@ -140,6 +140,47 @@ async def test_a_reason_someone_else_removed_is_written_again_on_the_next_pass()
     assert reasons() == [constants.REASON_EXCEEDS_MAX_QUOTA], "a new version of the Workload is compared again"
 
 
+async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    for resource, obj in (
+        (r.RESOURCE_FLAVOR, make_flavor("default")),
+        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="1")),
+        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
+    ):
+        await kube.create(resource, obj)
+    for i in range(4):  # one pod of 1 CPU each: one runs, three wait
+        job = make_job(f"j{i}", namespace="team-a", queue="q", parallelism=1)
+        await kube.create(r.WORKLOAD, batch_job.workload_for(await kube.create(r.JOB, job), priority=0))
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_positions=2)
+
+    def told() -> dict[str, str]:
+        return {
+            w["metadata"]["name"]: c["reason"]
+            for w in kube.objects(r.WORKLOAD)
+            for c in w.get("status", {}).get("conditions", [])
+            if c["type"] == "QuotaReserved"
+        }
+
+    await admitter.run_pass(NOW + timedelta(seconds=5))
+    waits = constants.REASON_WAITING_FOR_QUOTA
+    assert sorted(told().values()) == [constants.REASON_QUOTA_RESERVED, waits, waits], "the third waiting is not told"
+    admitted = [n for n, reason in told().items() if reason == constants.REASON_QUOTA_RESERVED]
+
+    (running,) = admitted
+    done = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"] == running)
+    finished = {"type": constants.COND_FINISHED, "status": "True", "reason": "Succeeded", "message": ""}
+    done["status"]["conditions"].append({**finished, "lastTransitionTime": "2025-01-01T00:00:06Z"})
+    await kube.replace_status(r.WORKLOAD, done)
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await admitter.run_pass(NOW + timedelta(seconds=6))
+    now_told = told()
+    del now_told[running]
+    assert sorted(now_told.values()) == [constants.REASON_QUOTA_RESERVED, waits, waits], "the third moved up: told"
+
+
 async def test_a_queue_is_parsed_again_only_when_its_version_changes() -> None:
     kube = FakeKube(clock=lambda: NOW)
     for resource, obj in (
