@@ -44,6 +44,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Final
 
 from webhook.controller.leader import LeaseConfig, LeaseThread
+from webhook.gcpolicy import FreezeSurvivors
 from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics
 
@@ -369,6 +370,10 @@ async def _child(options: RunOptions, conn: Connection, identity: str) -> None:
             # cycles).
             await cache.wait_synced()
             gc.freeze()
+            # From then on, what each full collection finds alive is frozen too (the cache's later versions,
+            # the scheduler's kept snapshot): without it, 40-50 full collections walked everything again and
+            # took 7-11 s of a scale-0.5 baseline run; with it about 2 s.
+            FreezeSurvivors().install()
 
         supervisor.spawn(leading(), name="wait-for-lead")
         supervisor.spawn(frozen(), name="gc-freeze")

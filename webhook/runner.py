@@ -23,6 +23,7 @@ from pathlib import Path
 from webhook.config import ConfigError, load_config
 from webhook.controller.supervisor import Supervisor
 from webhook.controller.webhookwatches import build_webhook_cache, start_webhook_watches
+from webhook.gcpolicy import FreezeSurvivors
 from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics, serving
 from webhook.reconcilerprocess import ReconcilerProcess
@@ -96,6 +97,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             # What start-up made (modules, the synced cache) lives as long as the process: a full collection
             # need not walk it again each time (each walk holds the interpreter, so a review waits).
             gc.freeze()
+            FreezeSurvivors().install()  # and so is what later full collections find alive
             if options.review_workers:
                 await pool.start()
             if reconciler is not None:

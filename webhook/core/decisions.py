@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+import msgspec
+
 from webhook.api import constants
 from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Admission, PodSetAssignment
@@ -71,8 +73,10 @@ class PreemptionDecision:
     victims: tuple[Victim, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class PendingDecision:
+class PendingDecision(msgspec.Struct, frozen=True, gc=False):
+    """One per pending workload and pass (50,000 in a deep backlog): a struct the collector never tracks, built
+    several times faster than a frozen dataclass."""
+
     workload: tuple[str, str]
     uid: str
     cluster_queue: str | None  # None when the workload's queue could not be resolved

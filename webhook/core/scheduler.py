@@ -25,6 +25,7 @@ workload shape, which keeps 50,000 pending workloads cheap.
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
@@ -70,6 +71,7 @@ NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 
 _BY_KEY = operator.attrgetter("namespace", "name")  # a Workload's key, without a Python call per item
+_BY_ORDER = operator.attrgetter("order")  # an entry's queue order, likewise
 
 
 @dataclass(slots=True, eq=False)  # compared by identity: found in its queue's list by ``list.index``
@@ -144,13 +146,15 @@ class _Pass:
         self.holders: dict[str, list[Holder]] = {}  # by queue, in candidate order
         self.pools: dict[str, list[str]] = {}  # queues by the tree they share (root cohort, or a queue alone)
         self.queues: dict[str, _Queue] = {}
-        workloads = sorted(snapshot.workloads, key=_BY_KEY)
+        # No global sort: usage sums are exact integers, holders and entries are sorted by total orders below,
+        # and the few workloads that cannot queue are sorted on their own, so the input order never shows.
+        workloads = snapshot.workloads
         self._count_holders(cqs, workloads)
         self._open_queues(cqs)
         self._enqueue_pending(workloads)
         self._order_queues(workloads)
 
-    def _count_holders(self, cqs: list[ClusterQueue], workloads: list[Workload]) -> None:
+    def _count_holders(self, cqs: list[ClusterQueue], workloads: Sequence[Workload]) -> None:
         """1. Usage of workloads that already hold quota; they are the only possible victims."""
         for cq in cqs:
             self.pools.setdefault(self.book.tree_of(cq.name), []).append(cq.name)
@@ -181,38 +185,38 @@ class _Pass:
             )
             self.queues[cq.name] = _Queue(cq, quota, assigner)
 
-    def _enqueue_pending(self, workloads: list[Workload]) -> None:
-        """3. Pending workloads into their queues, or straight to a pending reason when they cannot queue."""
-        demands = self.demands
+    def _enqueue_pending(self, workloads: Sequence[Workload]) -> None:
+        """3. Pending workloads into their queues, or straight to a pending reason (in key order) when they
+        cannot queue."""
+        demands, now = self.demands, self.now
         resolved: dict[tuple[str, str], _Queue | tuple[str | None, tuple[str, str]]] = {}
+        unqueued: list[tuple[Workload, str | None, tuple[str, str], str]] = []
         for wl in workloads:
-            if wl.admission is not None or not wl.pending:
+            if not wl.pending:  # pending implies no admission
                 continue
-            if wl.requeue_at is not None and wl.requeue_at > self.now:
-                self._pend(
-                    wl,
-                    None,
-                    constants.REASON_PENDING,
-                    f"requeued after eviction; backoff until {wl.requeue_at.isoformat()}",
-                    RETRY_ON_TIME,
-                )
+            if wl.requeue_at is not None and wl.requeue_at > now:
+                backoff = f"requeued after eviction; backoff until {wl.requeue_at.isoformat()}"
+                unqueued.append((wl, None, (constants.REASON_PENDING, backoff), RETRY_ON_TIME))
                 continue
             queue_key = (wl.namespace, wl.queue_name)
             target = resolved.get(queue_key)
             if target is None:
                 target = resolved[queue_key] = self._resolve(wl)
             if isinstance(target, tuple):
-                cq_name, (reason, message) = target
-                self._pend(wl, cq_name, reason, message, RETRY_ON_QUEUE_CHANGED)
+                unqueued.append((wl, *target, RETRY_ON_QUEUE_CHANGED))
                 continue
             target.entries.append(_Entry(wl, demands.of(wl), wl.queue_order))
+        unqueued.sort(key=lambda u: u[0].key)
+        for wl, cq_name, (reason, message), retry_on in unqueued:
+            self._pend(wl, cq_name, reason, message, retry_on)
 
-    def _order_queues(self, workloads: list[Workload]) -> None:
+    def _order_queues(self, workloads: Sequence[Workload]) -> None:
         """4. Each queue in admission order. With admission fair sharing, the LocalQueue that used least lately (per
         its weight) goes first; what it was admitted since its last sample counts as Kueue's entry penalty."""
         afs = self.afs
         fair_queues = {n for n, q in self.queues.items() if afs.enabled and q.cq.admission_mode == USAGE_BASED}
-        for wl in workloads if fair_queues else ():
+        # Penalties are float sums: added in key order, so the input order cannot change them.
+        for wl in sorted(workloads, key=_BY_KEY) if fair_queues else ():
             lq = self.local_queues.get((wl.namespace, wl.queue_name))
             if lq is None or wl.admission is None or wl.admission.cluster_queue not in fair_queues:
                 continue
@@ -222,7 +226,7 @@ class _Pass:
             if lq.cluster_queue in fair_queues:
                 self.scores[key] = score(lq.consumed, lq.weight, afs, self.penalties.get(key))
         for q in self.queues.values():
-            q.entries.sort(key=self._entry_key)
+            q.entries.sort(key=self._entry_key if q.cq.name in fair_queues else _BY_ORDER)
             if q.cq.name in fair_queues:
                 q.by_local_queue = {}
                 for e in q.entries:
@@ -494,38 +498,43 @@ class _Pass:
     # -- pending reasons ------------------------------------------------------------------------------------
 
     def _explain(self) -> None:
-        """Reasons for everything left, computed against the final usage of the pass (memoised per shape)."""
+        """Reasons for everything left, computed against the final usage of the pass (memoised per shape). The
+        hot loop of a deep backlog: one tuple lookup and one struct per waiting workload."""
+        append = self.pending.append
+        preempting = (
+            constants.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
+            "waiting for preempted workloads to be evicted",
+            RETRY_ON_PREEMPTED,
+        )
         for q in self.queues.values():
             waiting = [e for e in q.entries if e.outcome != _ADMITTED]
+            strict = q.cq.queueing_strategy == STRICT_FIFO
             memo: dict[tuple[Demand, bool], tuple[str, str, str]] = {}
-            blocker: _Entry | None = None
+            behind: tuple[str, str, str] | None = None  # StrictFIFO: the reason of those behind the blocker
+            cq_name, length = q.cq.name, len(waiting)
             for position, e in enumerate(waiting, start=1):
                 if e.outcome == _PREEMPTING:
-                    reason, text, retry = (
-                        constants.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
-                        "waiting for preempted workloads to be evicted",
-                        RETRY_ON_PREEMPTED,
-                    )
+                    reason, text, retry = preempting
                 elif e.outcome == _FAILED:
                     key = (e.demand, e.preemption_failed)
-                    if key not in memo:
-                        explained = q.assigner.assign(e.demand, e.demand.full_counts(), explain=True)
-                        reason, text, retry = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
-                        if self.shares is not None and q.quota.parent is not None:
-                            text = f"{text}; {fair_note(self.shares, q.quota, q.cq.weight, explained.usage)}"
-                        memo[key] = reason, text, retry
-                    reason, text, retry = memo[key]
-                    if q.cq.queueing_strategy == STRICT_FIFO:
-                        blocker = e
+                    explained = memo.get(key)
+                    if explained is None:
+                        explained = memo[key] = self._shortage(q, e)
+                    reason, text, retry = explained
+                    if strict:
+                        behind = _behind(e.workload)
                 else:
-                    head = blocker.workload if blocker is not None else None
-                    name = f"{head.namespace}/{head.name}" if head is not None else "an earlier workload"
-                    reason, text, retry = (
-                        constants.REASON_WAITING_FOR_QUOTA,
-                        f"StrictFIFO: waiting behind {name}, which does not fit",
-                        RETRY_ON_QUOTA_FREED,
-                    )
-                self._pend(e.workload, q.cq.name, reason, text, retry, position, len(waiting))
+                    reason, text, retry = behind or _behind(None)
+                wl = e.workload
+                append(PendingDecision(wl.key, wl.uid, cq_name, reason, text, position, length, retry))
+
+    def _shortage(self, q: _Queue, e: _Entry) -> tuple[str, str, str]:
+        """(reason, message, retry_on) of a head that did not fit, against the final usage of the pass."""
+        explained = q.assigner.assign(e.demand, e.demand.full_counts(), explain=True)
+        reason, text, retry = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
+        if self.shares is not None and q.quota.parent is not None:
+            text = f"{text}; {fair_note(self.shares, q.quota, q.cq.weight, explained.usage)}"
+        return reason, text, retry
 
     def _pend(
         self,
@@ -538,3 +547,13 @@ class _Pass:
         length: int | None = None,
     ) -> None:
         self.pending.append(PendingDecision(wl.key, wl.uid, cq, reason, detail, position, length, retry_on))
+
+
+def _behind(blocker: Workload | None) -> tuple[str, str, str]:
+    """The reason of a StrictFIFO workload waiting behind a head that does not fit."""
+    name = f"{blocker.namespace}/{blocker.name}" if blocker is not None else "an earlier workload"
+    return (
+        constants.REASON_WAITING_FOR_QUOTA,
+        f"StrictFIFO: waiting behind {name}, which does not fit",
+        RETRY_ON_QUOTA_FREED,
+    )

@@ -234,7 +234,12 @@ def workload_state(wl: Obj) -> tuple[str, str, str]:
         return "Inactive", "Deactivated", message
     cond = _condition(wl, constants.COND_QUOTA_RESERVED)
     if cond is None:
-        return "Pending", constants.REASON_PENDING_EVALUATION, "not yet considered by the scheduler"
+        # New, or further back in its ClusterQueue than the front whose reasons the scheduler writes.
+        return (
+            "Pending",
+            constants.REASON_PENDING_EVALUATION,
+            "no reason written yet (new, or behind the first 10 in its queue)",
+        )
     return "Pending", str(cond.get("reason", constants.REASON_PENDING)), str(cond.get("message", ""))
 
 

@@ -105,6 +105,82 @@ async def test_a_waiting_reason_whose_numbers_moved_is_rewritten_at_most_once_pe
     assert "more than the 3 " in message(), "after the refresh interval the numbers are brought up to date"
 
 
+async def test_a_reason_someone_else_removed_is_written_again_on_the_next_pass() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    job = await kube.create(r.JOB, make_job("train", namespace="team-a", queue="q", parallelism=4))
+    for resource, obj in (
+        (r.RESOURCE_FLAVOR, make_flavor("default")),
+        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="2")),
+        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
+        (r.WORKLOAD, batch_job.workload_for(job, priority=0)),
+    ):
+        await kube.create(resource, obj)
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+
+    def reasons() -> list[str]:
+        (stored,) = kube.objects(r.WORKLOAD)
+        return [c["reason"] for c in stored["status"].get("conditions", []) if c["type"] == "QuotaReserved"]
+
+    async def change_flavors(name: str) -> None:  # scheduler input changes; the reason does not
+        await kube.create(r.RESOURCE_FLAVOR, make_flavor(name))
+        cache.replace(r.RESOURCE_FLAVOR, kube.objects(r.RESOURCE_FLAVOR))
+
+    await Admitter(kube, cache, events=EventRecorder(kube)).run_pass(NOW)
+    assert reasons() == [constants.REASON_EXCEEDS_MAX_QUOTA]  # 4 pods of 1 CPU, 2 CPU in the queue
+    restarted = Admitter(kube, cache, events=EventRecorder(kube))
+    await restarted.run_pass(NOW + timedelta(seconds=1))  # finds the reason shown: nothing to write
+    (stored,) = kube.objects(r.WORKLOAD)
+    stored["status"]["conditions"] = []
+    cache.replace(r.WORKLOAD, [await kube.replace_status(r.WORKLOAD, stored)])
+    await change_flavors("spare")
+
+    await restarted.run_pass(NOW + timedelta(seconds=2))
+    assert reasons() == [constants.REASON_EXCEEDS_MAX_QUOTA], "a new version of the Workload is compared again"
+
+
+async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    for resource, obj in (
+        (r.RESOURCE_FLAVOR, make_flavor("default")),
+        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="1")),
+        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
+    ):
+        await kube.create(resource, obj)
+    for i in range(4):  # one pod of 1 CPU each: one runs, three wait
+        job = make_job(f"j{i}", namespace="team-a", queue="q", parallelism=1)
+        await kube.create(r.WORKLOAD, batch_job.workload_for(await kube.create(r.JOB, job), priority=0))
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_positions=2)
+
+    def told() -> dict[str, str]:
+        return {
+            w["metadata"]["name"]: c["reason"]
+            for w in kube.objects(r.WORKLOAD)
+            for c in w.get("status", {}).get("conditions", [])
+            if c["type"] == "QuotaReserved"
+        }
+
+    await admitter.run_pass(NOW + timedelta(seconds=5))
+    waits = constants.REASON_WAITING_FOR_QUOTA
+    assert sorted(told().values()) == [constants.REASON_QUOTA_RESERVED, waits, waits], "the third waiting is not told"
+    admitted = [n for n, reason in told().items() if reason == constants.REASON_QUOTA_RESERVED]
+
+    (running,) = admitted
+    done = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"] == running)
+    finished = {"type": constants.COND_FINISHED, "status": "True", "reason": "Succeeded", "message": ""}
+    done["status"]["conditions"].append({**finished, "lastTransitionTime": "2025-01-01T00:00:06Z"})
+    await kube.replace_status(r.WORKLOAD, done)
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await admitter.run_pass(NOW + timedelta(seconds=6))
+    now_told = told()
+    del now_told[running]
+    assert sorted(now_told.values()) == [constants.REASON_QUOTA_RESERVED, waits, waits], "the third moved up: told"
+
+
 async def test_a_queue_is_parsed_again_only_when_its_version_changes() -> None:
     kube = FakeKube(clock=lambda: NOW)
     for resource, obj in (
