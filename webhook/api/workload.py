@@ -100,6 +100,7 @@ class Workload:
     holds_quota: bool = field(init=False, repr=False, compare=False)
     pending: bool = field(init=False, repr=False, compare=False)
     queue_order: model.QueueOrder = field(init=False, repr=False, compare=False)
+    key: tuple[str, str] = field(init=False, repr=False, compare=False)  # (namespace, name)
 
     def __post_init__(self) -> None:
         finished = model.finished(self.conditions)
@@ -116,10 +117,7 @@ class Workload:
             priority=self.priority, created=self.created, uid=self.uid, namespace=self.namespace, name=self.name
         )
         object.__setattr__(self, "queue_order", order)
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.namespace, self.name)
+        object.__setattr__(self, "key", (self.namespace, self.name))
 
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)
