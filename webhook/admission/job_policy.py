@@ -243,9 +243,23 @@ class JobPolicy:
             return []
         name = job.typed.metadata.name or request.name
         workload_name = self.workload_name(request.namespace, name, job.typed)
+        if not view.workload_is_admitted(request.namespace, workload_name):
+            # Reached for a running job whose pods change (an unsuspend gets here only once admitted). Its
+            # admission is not in our view: the view may be a moment behind the API server (seen under load), or
+            # the Workload was just evicted. Either way nothing bounds the new pods: refuse, fail closed.
+            if self._adapter.finished(job.raw).done:
+                return []
+            return [
+                forbidden(
+                    "spec",
+                    f"job {name!r} runs, but Turnstile cannot confirm that its Workload {workload_name!r} is "
+                    "admitted (its view of the cluster may be a moment behind); change its pods again shortly, "
+                    "or suspend the job first",
+                )
+            ]
         workload = view.workload(request.namespace, workload_name)
-        if workload is None or not view.workload_is_admitted(request.namespace, workload_name):
-            return []  # rule 1 decides about jobs without an admitted Workload
+        if workload is None:
+            return []  # admitted, but its body is not in the view: nothing to compare with
         mismatch = self._adapter.admission_mismatch(job.raw, workload, view.pod_defaults(request.namespace))
         if mismatch is None:
             return []

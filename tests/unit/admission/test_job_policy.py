@@ -3,6 +3,7 @@ validating policy refuses every way of escaping the queue, with messages that sa
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -336,6 +337,24 @@ class TestRunsOnlyAsAdmitted:
         assert message is not None
         assert "runs 6 pods at once" in message
         assert "admitted for 2" in message
+
+    @pytest.mark.parametrize("known", [True, False], ids=["workload-not-admitted", "workload-unknown"])
+    def test_a_running_job_whose_admission_cannot_be_confirmed_keeps_its_pods(self, known: bool) -> None:
+        # The webhook's view lags behind the API server (or the Workload was just evicted): fail closed.
+        workloads = {(NAMESPACE, WORKLOAD): admitted_workload(count=2, cpu_total="2")} if known else {}
+        view = StaticView(workloads=workloads)
+        old = with_cpu(make_job(suspend=False, parallelism=2), "1")
+        new = with_cpu(make_job(suspend=False, parallelism=6), "1")
+        message = validate(new, old=old, view=view)
+        assert message is not None
+        assert "cannot confirm that its Workload" in message
+
+    def test_a_finished_job_without_an_admitted_workload_may_change(self) -> None:
+        old = with_cpu(make_job(suspend=False, parallelism=2), "1")
+        old["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+        new = copy.deepcopy(old)
+        new["spec"]["parallelism"] = 0
+        assert validate(new, old=old, view=StaticView()) is None
 
     def test_lowering_parallelism_of_a_running_job_is_allowed(self) -> None:
         old = with_cpu(make_job(suspend=False, parallelism=2), "1")
