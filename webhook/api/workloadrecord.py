@@ -1,0 +1,71 @@
+"""The read-only view of a Workload as a job adapter reads it: what it recorded of the job, and what was admitted.
+
+Owns: ``WorkloadRecord`` (an ``ObjectView`` of a Workload), ``RecordedPodSet`` (one of its ``spec.podSets``) and
+``AssignedPodSet`` (one of ``status.admission.podSetAssignments``). Unlike ``webhook.api.model.Workload`` (the
+controller's decoded Workload, without pod templates) it keeps each pod set's template as recorded, which is
+what restoring a job and comparing it with its Workload read; quantities stay strings until a rule parses them.
+Must not: decide anything about admission or quota, modify the Workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.api.objectview import ObjectView, PodTemplateView, Raw, entries, section
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedPodSet:
+    raw: Raw
+
+    @property
+    def name(self) -> Any:
+        """As recorded (None when absent: the schema defaults it, a hand-written object may not)."""
+        return self.raw.get("name")
+
+    def name_or(self, default: str) -> Any:
+        return self.raw.get("name", default)
+
+    @property
+    def count(self) -> Any:
+        """As recorded (None when absent)."""
+        return self.raw.get("count")
+
+    @property
+    def template(self) -> PodTemplateView:
+        return PodTemplateView.of(self.raw.get("template"))
+
+
+@dataclass(frozen=True, slots=True)
+class AssignedPodSet:
+    raw: Raw
+
+    @property
+    def name(self) -> Any:
+        return self.raw.get("name")
+
+    def name_or(self, default: str) -> Any:
+        return self.raw.get("name", default)
+
+    @property
+    def count(self) -> int:
+        """The admitted pod count; 0 when not recorded (the pod set's own count then applies)."""
+        return int(self.raw.get("count") or 0)
+
+    @property
+    def resource_usage(self) -> Mapping[str, Any]:
+        """Quantity per resource charged for ``count`` pods, as written."""
+        return section(self.raw, "resourceUsage")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord(ObjectView):
+    @property
+    def pod_sets(self) -> tuple[RecordedPodSet, ...]:
+        return tuple(RecordedPodSet(p) for p in entries(self.spec, "podSets"))
+
+    @property
+    def assignments(self) -> tuple[AssignedPodSet, ...]:
+        return tuple(AssignedPodSet(a) for a in entries(section(self.status, "admission"), "podSetAssignments"))
