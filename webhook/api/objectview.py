@@ -15,18 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, TypeVar
 
 Raw = Mapping[str, Any]
-_EMPTY: Raw = MappingProxyType({})  # shared by every empty section, so nobody may write into it
 _CONTAINER_KEYS = ("containers", "initContainers")
 
 
 def section(obj: Raw, key: str) -> Raw:
-    """``obj[key]`` as a mapping; missing or null reads as empty."""
+    """``obj[key]`` as a mapping; missing or null reads as empty (a new dict each time, as ``or {}`` gave: it may
+    be copied or serialized like any section, and writing into it changes nothing)."""
     value = obj.get(key)
-    return value if value else _EMPTY
+    return value if value else {}
 
 
 def entries(obj: Raw, key: str) -> Sequence[Any]:
@@ -113,7 +112,7 @@ class PodTemplateView:
 
     @classmethod
     def of(cls, raw: Raw | None) -> PodTemplateView:
-        raw = raw or _EMPTY
+        raw = raw or {}
         return cls(raw, section(raw, "metadata"), section(raw, "spec"))
 
     @property

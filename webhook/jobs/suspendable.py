@@ -63,8 +63,9 @@ def set_path(obj: Any, path: Sequence[str | int], value: Any) -> None:
     obj[path[-1]] = value
 
 
-def pod_sets(job: Mapping[str, Any], slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
-    return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(job, s.path) or {})} for s in slots]
+def pod_sets(job: ObjectLike, slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
+    raw = view_of(ObjectView, job).raw
+    return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(raw, s.path) or {})} for s in slots]
 
 
 def is_suspended(job: ObjectLike) -> bool:

@@ -11,16 +11,19 @@ from webhook.api.batchjob import BatchJob
 from webhook.api.objectview import ObjectView, PodTemplateView, view_of
 
 
-def test_sections_missing_or_null_read_as_empty() -> None:
-    view = ObjectView.of({"metadata": None, "status": {}})
-    assert (dict(view.metadata), dict(view.spec), dict(view.status)) == ({}, {}, {})
+def test_sections_missing_null_or_falsy_read_as_empty() -> None:
+    view = ObjectView.of({"metadata": None, "spec": "", "status": {}})  # as ``x.get(key) or {}`` read them
+    assert (view.metadata, view.spec, view.status) == ({}, {}, {})
     assert (dict(view.labels), dict(view.annotations), list(view.owner_references)) == ({}, {}, [])
 
 
-def test_an_empty_section_cannot_be_written_into() -> None:
-    view = ObjectView.of({})
-    with pytest.raises(TypeError):
-        view.labels["x"] = "y"  # type: ignore[index]
+def test_an_empty_section_is_a_new_dict_each_time() -> None:
+    raw: dict[str, Any] = {}
+    view = ObjectView.of(raw)
+    labels = view.labels
+    assert type(labels) is dict, "sections are copied and serialized like the object's own"
+    labels["x"] = "y"  # type: ignore[index]
+    assert (view.labels, raw) == ({}, {})
 
 
 def test_metadata_by_name() -> None:
