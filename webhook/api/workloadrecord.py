@@ -55,6 +55,11 @@ class AssignedPodSet:
         return int(self.raw.get("count") or 0)
 
     @property
+    def flavors(self) -> Mapping[str, str]:
+        """The flavor assigned per resource."""
+        return section(self.raw, "flavors")
+
+    @property
     def resource_usage(self) -> Mapping[str, Any]:
         """Quantity per resource charged for ``count`` pods, as written."""
         return section(self.raw, "resourceUsage")

@@ -16,10 +16,11 @@ def test_pod_sets_as_recorded() -> None:
 
 
 def test_assignments_of_the_admission() -> None:
-    admission = {"podSetAssignments": [{"name": "main", "count": 3, "resourceUsage": {"cpu": "3"}}, {"name": "w"}]}
-    main, worker = WorkloadRecord.of({"status": {"admission": admission}}).assignments
-    assert (main.name, main.count, main.resource_usage) == ("main", 3, {"cpu": "3"})
-    assert (worker.name, worker.count, dict(worker.resource_usage)) == ("w", 0, {})
+    main = {"name": "main", "count": 3, "flavors": {"cpu": "spot"}, "resourceUsage": {"cpu": "3"}}
+    admission = {"podSetAssignments": [main, {"name": "w"}]}
+    first, worker = WorkloadRecord.of({"status": {"admission": admission}}).assignments
+    assert (first.name, first.count, first.flavors, first.resource_usage) == ("main", 3, {"cpu": "spot"}, {"cpu": "3"})
+    assert (worker.name, worker.count, worker.flavors, worker.resource_usage) == ("w", 0, {}, {})
 
 
 def test_no_admission_has_no_assignments() -> None:
