@@ -8,14 +8,12 @@ Must not: decide anything about admission or quota, modify the Job.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.objectview import ObjectView, PodTemplateView, entries, section
 
 
-@dataclass(frozen=True, slots=True)
-class BatchJob(ObjectView):
+class BatchJob(ObjectView, frozen=True):
     """A batch/v1 Job as the API server sent it."""
 
     @property
@@ -35,8 +33,8 @@ class BatchJob(ObjectView):
     @property
     def pod_count(self) -> int:
         """Pods that run at once: parallelism, capped by completions when set (Kueue's PodSet count)."""
-        completions = self.completions
-        return self.parallelism if completions is None else min(self.parallelism, completions)
+        parallelism, completions = self.parallelism, self.completions
+        return parallelism if completions is None else min(parallelism, completions)
 
     @property
     def template(self) -> PodTemplateView:

@@ -7,7 +7,6 @@ Must not: decide anything about admission or quota, modify the Pod.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.objectview import ObjectView, entries
@@ -15,8 +14,7 @@ from webhook.api.objectview import ObjectView, entries
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
-@dataclass(frozen=True, slots=True)
-class Pod(ObjectView):
+class Pod(ObjectView, frozen=True):
     """A Pod as the API server sent it."""
 
     @property

@@ -10,14 +10,14 @@ Must not: decide anything about admission or quota, modify the Workload.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from webhook.api.objectview import ObjectView, PodTemplateView, Raw, entries, section
 
 
-@dataclass(frozen=True, slots=True)
-class RecordedPodSet:
+class RecordedPodSet(msgspec.Struct, frozen=True):
     raw: Raw
 
     @property
@@ -38,8 +38,7 @@ class RecordedPodSet:
         return PodTemplateView.of(self.raw.get("template"))
 
 
-@dataclass(frozen=True, slots=True)
-class AssignedPodSet:
+class AssignedPodSet(msgspec.Struct, frozen=True):
     raw: Raw
 
     @property
@@ -65,8 +64,7 @@ class AssignedPodSet:
         return section(self.raw, "resourceUsage")
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadRecord(ObjectView):
+class WorkloadRecord(ObjectView, frozen=True):
     @property
     def pod_sets(self) -> tuple[RecordedPodSet, ...]:
         return tuple(RecordedPodSet(p) for p in entries(self.spec, "podSets"))
