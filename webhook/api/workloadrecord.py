@@ -1,7 +1,8 @@
 """The read-only view of a Workload as a job adapter reads it: what it recorded of the job, and what was admitted.
 
-Owns: ``WorkloadRecord`` (an ``ObjectView`` of a Workload), ``RecordedPodSet`` (one of its ``spec.podSets``) and
-``AssignedPodSet`` (one of ``status.admission.podSetAssignments``). Unlike ``webhook.api.model.Workload`` (the
+Owns: ``WorkloadRecord`` (an ``ObjectView`` of a Workload, with its conditions, activeness and requeue state as the
+lifecycle functions read them), ``RecordedPodSet`` (one of its ``spec.podSets``) and ``AssignedPodSet`` (one of
+``status.admission.podSetAssignments``). Unlike ``webhook.api.model.Workload`` (the
 controller's decoded Workload, without pod templates) it keeps each pod set's template as recorded, which is
 what restoring a job and comparing it with its Workload read; quantities stay strings until a rule parses them.
 Must not: decide anything about admission or quota, modify the Workload.
@@ -65,6 +66,20 @@ class AssignedPodSet(msgspec.Struct, frozen=True):
 
 
 class WorkloadRecord(ObjectView, frozen=True):
+    @property
+    def conditions(self) -> list[dict[str, Any]]:
+        """``status.conditions`` as sent, in a new list (the lifecycle functions build the next list from it)."""
+        return list(entries(self.status, "conditions"))
+
+    @property
+    def active(self) -> bool:
+        """``spec.active``; a Workload is active unless it says otherwise."""
+        return bool(self.spec.get("active", True))
+
+    @property
+    def requeue_state(self) -> Raw:
+        return section(self.status, "requeueState")
+
     @property
     def pod_sets(self) -> tuple[RecordedPodSet, ...]:
         return tuple(RecordedPodSet(p) for p in entries(self.spec, "podSets"))
