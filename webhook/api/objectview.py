@@ -39,12 +39,25 @@ def entries(obj: Raw, key: str) -> Sequence[Any]:
     return value if value else ()
 
 
-class ObjectView(msgspec.Struct, frozen=True):
-    """Any object: its metadata by name, its ``spec`` and ``status`` as the API server sent them."""
+class _Described(msgspec.Struct, frozen=True):
+    """What an object and a pod template share: ``metadata`` with labels and annotations, and a ``spec``."""
 
     raw: Raw
     metadata: Raw
     spec: Raw
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return section(self.metadata, "labels")
+
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        return section(self.metadata, "annotations")
+
+
+class ObjectView(_Described, frozen=True):
+    """Any object: its metadata by name, its ``spec`` and ``status`` as the API server sent them."""
+
     status: Raw
 
     @classmethod
@@ -66,14 +79,6 @@ class ObjectView(msgspec.Struct, frozen=True):
     def uid(self) -> str:
         uid: str = self.metadata["uid"]
         return uid
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return section(self.metadata, "labels")
-
-    @property
-    def annotations(self) -> Mapping[str, str]:
-        return section(self.metadata, "annotations")
 
     def label(self, key: str) -> str | None:
         """A label's value; None when it is missing or empty."""
@@ -106,25 +111,13 @@ def view_of(kind: type[_View], obj: ObjectLike) -> _View:
     return kind.of(obj.raw if isinstance(obj, ObjectView) else obj)
 
 
-class PodTemplateView(msgspec.Struct, frozen=True):
+class PodTemplateView(_Described, frozen=True):
     """A pod template (``metadata`` and ``spec`` of the pods a job creates)."""
-
-    raw: Raw
-    metadata: Raw
-    spec: Raw
 
     @classmethod
     def of(cls, raw: Raw | None) -> PodTemplateView:
         raw = raw or {}
         return cls(raw, section(raw, "metadata"), section(raw, "spec"))
-
-    @property
-    def labels(self) -> Mapping[str, str]:
-        return section(self.metadata, "labels")
-
-    @property
-    def annotations(self) -> Mapping[str, str]:
-        return section(self.metadata, "annotations")
 
     @property
     def containers(self) -> tuple[Any, Any]:

@@ -18,7 +18,9 @@ import msgspec
 from webhook.api.objectview import ObjectView, PodTemplateView, Raw, entries, section
 
 
-class RecordedPodSet(msgspec.Struct, frozen=True):
+class _PodSetEntry(msgspec.Struct, frozen=True):
+    """An entry of a list keyed by pod set name."""
+
     raw: Raw
 
     @property
@@ -29,6 +31,8 @@ class RecordedPodSet(msgspec.Struct, frozen=True):
     def name_or(self, default: str) -> Any:
         return self.raw.get("name", default)
 
+
+class RecordedPodSet(_PodSetEntry, frozen=True):
     @property
     def count(self) -> Any:
         """As recorded (None when absent)."""
@@ -39,16 +43,7 @@ class RecordedPodSet(msgspec.Struct, frozen=True):
         return PodTemplateView.of(self.raw.get("template"))
 
 
-class AssignedPodSet(msgspec.Struct, frozen=True):
-    raw: Raw
-
-    @property
-    def name(self) -> Any:
-        return self.raw.get("name")
-
-    def name_or(self, default: str) -> Any:
-        return self.raw.get("name", default)
-
+class AssignedPodSet(_PodSetEntry, frozen=True):
     @property
     def count(self) -> int:
         """The admitted pod count; 0 when not recorded (the pod set's own count then applies)."""
