@@ -26,8 +26,8 @@ from typing import Any
 import msgspec
 
 from bench.machine import describe
-from webhook.api.batchjob import BatchJob
 from webhook.api.constants import QUEUE_NAME_LABEL, STOPPING_ANNOTATION
+from webhook.api.views import BatchJob
 
 WHEN = "2026-01-01T00:00:00Z"
 

@@ -5,7 +5,7 @@ Counted on the syntax tree of every ``webhook/**/*.py`` (no imports run):
   ``Mapping[str, Any]`` (anywhere inside it: ``list[dict[str, Any]]`` counts), directly or through a module's
   alias of one (``JSON = dict[str, Any]``, ``Obj = Mapping[str, Any]``, ``Object: TypeAlias = dict[str, Any]``,
   ``Object`` imported from ``webhook.kube.objects``, and ``Raw`` or ``ObjectLike`` (a view or the raw object)
-  imported from ``webhook.api.objectview``); each function counts once, however many such
+  imported from ``webhook.api.views``); each function counts once, however many such
   annotations it has. Printed with the literal-only count (aliases not followed) beside it.
 - **``.get(...) or {}`` chains**: every ``x.get(...) or {}`` expression (an ``or`` whose first operand is a call of
   a method named ``get`` and whose last operand is an empty dict literal), and beside it those read further with
@@ -24,7 +24,7 @@ RAW = {"dict[str, Any]", "Mapping[str, Any]", "typing.Mapping[str, Any]", "colle
 # Aliases defined once and imported by name elsewhere, by the module defining them.
 SHARED_ALIASES = {
     "webhook.kube.objects": {"Object", "MergePatch", "JsonPatch"},
-    "webhook.api.objectview": {"Raw", "ObjectLike"},
+    "webhook.api.views": {"Raw", "ObjectLike"},
 }
 
 

@@ -3,7 +3,7 @@ generic job reconciler and RBAC can manage it (Kueue's ``GenericJob``).
 
 Owns: ``JobKind`` (the kind's API coordinates), ``Problem`` (a kind-specific admission complaint, pure), and the
 ``JobAdapter`` protocol every kind module implements. An adapter is a module-level object of pure functions over
-the kind's object: its typed view (``webhook.api.objectview``), or the object as the API server sends it, which
+the kind's object: its typed view (``webhook.api.views``), or the object as the API server sends it, which
 the adapter decodes on entry (``ObjectLike``); it never does I/O and never decides *when* to act. What it returns
 to be written (a released job, say) is a copy of the whole object.
 Must not: know HTTP, the client, or any other kind.
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from webhook.api.objectview import ObjectLike
+from webhook.api.views import ObjectLike
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo
 

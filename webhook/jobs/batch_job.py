@@ -2,7 +2,7 @@
 
 Pure transformations of Job and Workload objects. The reconciler decides *when* to call them and writes the
 results with optimistic concurrency; nothing here talks to the API server. A Job is read through its typed view
-(``webhook.api.batchjob.BatchJob``, a Workload through ``WorkloadRecord``): each function takes a view or the
+(``webhook.api.views.BatchJob``, a Workload through ``WorkloadRecord``): each function takes a view or the
 object as the API server sent it, decoded on entry; what is written is a copy of the whole object.
 """
 
@@ -12,18 +12,16 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.batchjob import BatchJob
 from webhook.api.constants import (
     DEFAULT_PODSET_NAME,
     JOB_MIN_PARALLELISM_ANNOTATION,
     MAX_EXEC_TIME_LABEL,
     STOPPING_ANNOTATION,
 )
-from webhook.api.objectview import ObjectLike, PodTemplateView, view_of
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.api.views import BatchJob, ObjectLike, PodTemplateView, WorkloadRecord, view_of
 from webhook.api.workload import priority_class_ref_wire
-from webhook.api.workloadrecord import WorkloadRecord
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.naming import job_workload_name
 from webhook.jobs.poddefaults import PodDefaults

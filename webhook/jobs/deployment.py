@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.objectview import ObjectLike, ObjectView, PodTemplateView, view_of
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, view_of
 from webhook.jobs.adapter import JobKind, Problem
 
 

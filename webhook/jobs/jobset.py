@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.batchjob import BatchJob
-from webhook.api.objectview import ObjectLike, ObjectView, entries, section, view_of
+from webhook.api.views import BatchJob, ObjectLike, ObjectView, entries, section, view_of
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults

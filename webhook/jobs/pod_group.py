@@ -30,9 +30,7 @@ from webhook.api.constants import (
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     QUEUE_NAME_LABEL,
 )
-from webhook.api.objectview import ObjectLike, section, view_of
-from webhook.api.pod import Pod
-from webhook.api.workloadrecord import WorkloadRecord
+from webhook.api.views import ObjectLike, Pod, WorkloadRecord, section, view_of
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
 from webhook.jobs.podset import PodSetInfo, PodSetMergeError

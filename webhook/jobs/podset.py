@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.constants import PODSET_LABEL
-from webhook.api.objectview import ObjectView, PodTemplateView, Raw, entries, section
-from webhook.api.workloadrecord import AssignedPodSet
+from webhook.api.views import AssignedPodSet, ObjectView, PodTemplateView, Raw, entries, section
 
 JSON = dict[str, Any]
 

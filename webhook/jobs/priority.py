@@ -9,9 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.api.batchjob import BatchJob
 from webhook.api.constants import POD_PRIORITY_CLASS_SOURCE, PRIORITY_CLASS_LABEL, WORKLOAD_PRIORITY_CLASS_SOURCE
-from webhook.api.objectview import ObjectLike, ObjectView, view_of
+from webhook.api.views import BatchJob, ObjectLike, ObjectView, view_of
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.objectview import ObjectLike, ObjectView, PodTemplateView, entries, section, view_of
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, entries, section, view_of
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api.objectview import ObjectLike, ObjectView, PodTemplateView, view_of
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, view_of
 from webhook.jobs.adapter import JobKind, Problem
 from webhook.jobs.naming import MAX_LABEL_VALUE_LENGTH, workload_name
 from webhook.jobs.pod_group import role_hash

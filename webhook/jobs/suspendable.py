@@ -24,11 +24,10 @@ from webhook.api.constants import (
     STOPPING_ANNOTATION,
     WORKLOAD_NAME_ANNOTATION,
 )
-from webhook.api.objectview import ObjectLike, ObjectView, PodTemplateView, view_of
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
 from webhook.api.workload import priority_class_ref_wire
-from webhook.api.workloadrecord import WorkloadRecord
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import workload_name
 from webhook.jobs.poddefaults import PodDefaults

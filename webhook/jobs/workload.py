@@ -2,7 +2,7 @@
 
 Each function returns a new Workload object whose ``status`` is what should be written through the status
 subresource (the caller writes it with the resourceVersion it read, so a concurrent change is a conflict, never
-a lost update). Each takes the Workload's view (``webhook.api.workloadrecord.WorkloadRecord``) or its object as
+a lost update). Each takes the Workload's view (``webhook.api.views.WorkloadRecord``) or its object as
 the API server sent it. Condition types and reasons are Kueue's.
 """
 
@@ -25,8 +25,7 @@ from webhook.api.constants import (
     REASON_PENDING_EVALUATION,
     REASON_QUOTA_RESERVED,
 )
-from webhook.api.objectview import ObjectLike, view_of
-from webhook.api.workloadrecord import WorkloadRecord
+from webhook.api.views import ObjectLike, WorkloadRecord, view_of
 
 JSON = dict[str, Any]
 
