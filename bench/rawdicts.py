@@ -4,7 +4,8 @@ Counted on the syntax tree of every ``webhook/**/*.py`` (no imports run):
 - **signatures**: ``def``/``async def`` with a parameter or return annotation naming ``dict[str, Any]`` or
   ``Mapping[str, Any]`` (anywhere inside it: ``list[dict[str, Any]]`` counts), directly or through a module's
   alias of one (``JSON = dict[str, Any]``, ``Obj = Mapping[str, Any]``, ``Object: TypeAlias = dict[str, Any]``,
-  and ``Object`` imported from ``webhook.kube.objects``); each function counts once, however many such
+  ``Object`` imported from ``webhook.kube.objects``, and ``Raw`` or ``ObjectLike`` (a view or the raw object)
+  imported from ``webhook.api.views``); each function counts once, however many such
   annotations it has. Printed with the literal-only count (aliases not followed) beside it.
 - **``.get(...) or {}`` chains**: every ``x.get(...) or {}`` expression (an ``or`` whose first operand is a call of
   a method named ``get`` and whose last operand is an empty dict literal), and beside it those read further with
@@ -20,8 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "webhook"
 RAW = {"dict[str, Any]", "Mapping[str, Any]", "typing.Mapping[str, Any]", "collections.abc.Mapping[str, Any]"}
-# Aliases defined once and imported by name elsewhere.
-SHARED_ALIASES = {"Object", "MergePatch", "JsonPatch"}
+# Aliases defined once and imported by name elsewhere, by the module defining them.
+SHARED_ALIASES = {
+    "webhook.kube.objects": {"Object", "MergePatch", "JsonPatch"},
+    "webhook.api.views": {"Raw", "ObjectLike"},
+}
 
 
 def aliases(tree: ast.Module) -> set[str]:
@@ -33,10 +37,10 @@ def aliases(tree: ast.Module) -> set[str]:
             target, value = node.targets[0].id, node.value
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             target, value = node.target.id, node.value
-        if target is not None and value is not None and mentions(value, set()):
+        if target is not None and value is not None and mentions(value, found):
             found.add(target)
-        if isinstance(node, ast.ImportFrom) and node.module == "webhook.kube.objects":
-            found |= {a.asname or a.name for a in node.names if a.name in SHARED_ALIASES}
+        if isinstance(node, ast.ImportFrom) and node.module in SHARED_ALIASES:
+            found |= {a.asname or a.name for a in node.names if a.name in SHARED_ALIASES[node.module]}
     return found
 
 

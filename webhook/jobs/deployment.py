@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, view_of
 from webhook.jobs.adapter import JobKind, Problem
 
 
@@ -22,19 +23,19 @@ class DeploymentAdapter:
     children: tuple[JobKind, ...] = ()
     sizes_group = False  # its pods are admitted one by one: no group to size
 
-    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
-        return ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+        return PodTemplateView.of(view_of(ObjectView, job).spec.get("template")).spec
 
-    def template_stamp(self, obj: Mapping[str, Any], namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+    def template_stamp(self, obj: ObjectLike, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
         return {}, {}
 
-    def pod_group(self, obj: Mapping[str, Any], namespace: str) -> str:
+    def pod_group(self, obj: ObjectLike, namespace: str) -> str:
         return ""
 
-    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectLike, new: ObjectLike, *, admitted: bool) -> list[Problem]:
         return []  # each pod is admitted on its own: any scale, any template change
 
-    def group_size(self, obj: Mapping[str, Any]) -> int:
+    def group_size(self, obj: ObjectLike) -> int:
         return 1
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.api.views import BatchJob, ObjectLike, ObjectView, entries, section, view_of
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults
@@ -21,19 +22,16 @@ from webhook.jobs.suspendable import TemplateSlot
 JSON = dict[str, Any]
 
 
-def _replicated_jobs(jobset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [r for r in (jobset.get("spec") or {}).get("replicatedJobs") or [] if isinstance(r, Mapping)]
+def _replicated_jobs(jobset: ObjectLike) -> list[Mapping[str, Any]]:
+    return [r for r in entries(view_of(ObjectView, jobset).spec, "replicatedJobs") if isinstance(r, Mapping)]
 
 
 def _pods_per_replica(replicated: Mapping[str, Any]) -> int:
-    spec = (replicated.get("template") or {}).get("spec") or {}
-    parallelism = spec.get("parallelism")
-    parallelism = 1 if parallelism is None else int(parallelism)
-    completions = spec.get("completions")
-    return parallelism if completions is None else min(parallelism, int(completions))
+    """The pods one Job of a replicated job runs at once (its template is a Job's metadata and spec)."""
+    return BatchJob.of(section(replicated, "template")).pod_count
 
 
-def slots(jobset: Mapping[str, Any]) -> list[TemplateSlot]:
+def slots(jobset: ObjectLike) -> list[TemplateSlot]:
     return [
         TemplateSlot(
             name=str(r.get("name", "")),
@@ -44,6 +42,10 @@ def slots(jobset: Mapping[str, Any]) -> list[TemplateSlot]:
     ]
 
 
+def _replicated_job_statuses(jobset: ObjectLike) -> list[Mapping[str, Any]]:
+    return list(entries(view_of(ObjectView, jobset).status, "replicatedJobsStatus"))
+
+
 class JobSetAdapter:
     framework = "jobset.x-k8s.io/jobset"
     kind = JobKind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
@@ -51,42 +53,42 @@ class JobSetAdapter:
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:
+    def pod_sets(self, job: ObjectLike, defaults: PodDefaults) -> list[JSON]:
         return suspendable.pod_sets(job, slots(job), defaults)
 
-    def pod_count(self, job: Mapping[str, Any]) -> int:
+    def pod_count(self, job: ObjectLike) -> int:
         return sum(s.count for s in slots(job))
 
-    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
         # Kueue: the first replicated job whose pods name a PriorityClass.
-        specs = [suspendable.get_path(job, (*s.path, "spec")) or {} for s in slots(job)]
+        raw = view_of(ObjectView, job).raw
+        specs = [suspendable.get_path(raw, (*s.path, "spec")) or {} for s in slots(job)]
         return next((s for s in specs if s.get("priorityClassName")), specs[0] if specs else {})
 
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+    def is_suspended(self, job: ObjectLike) -> bool:
         return suspendable.is_suspended(job)
 
-    def suspended(self, job: Mapping[str, Any]) -> JSON:
+    def suspended(self, job: ObjectLike) -> JSON:
         return suspendable.suspended(job)
 
-    def is_stopping(self, job: Mapping[str, Any]) -> bool:
+    def is_stopping(self, job: ObjectLike) -> bool:
         return suspendable.is_stopping(job)
 
-    def template_mutable(self, job: Mapping[str, Any]) -> bool:
+    def template_mutable(self, job: ObjectLike) -> bool:
         # JobSet's own webhook lets a suspended JobSet's pod templates change (its controller deletes the Jobs).
         return self.is_suspended(job)
 
-    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
-        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
-        return any(int(s.get("active") or 0) > 0 for s in statuses)
+    def has_active_pods(self, job: ObjectLike) -> bool:
+        return any(int(s.get("active") or 0) > 0 for s in _replicated_job_statuses(job))
 
-    def released(self, job: Mapping[str, Any], infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+    def released(self, job: ObjectLike, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
         return suspendable.released(job, slots(job), infos)
 
-    def restored(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
+    def restored(self, job: ObjectLike, workload: ObjectLike) -> JSON:
         return suspendable.restored(job, slots(job), workload)
 
-    def finished(self, job: Mapping[str, Any]) -> Finish:
-        for condition in (job.get("status") or {}).get("conditions") or []:
+    def finished(self, job: ObjectLike) -> Finish:
+        for condition in entries(view_of(ObjectView, job).status, "conditions"):
             if condition.get("status") != "True":
                 continue
             if condition.get("type") == "Completed":
@@ -95,30 +97,27 @@ class JobSetAdapter:
                 return Finish(True, False, condition.get("message") or condition.get("reason") or "JobSet failed")
         return Finish(False)
 
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
+    def pods_ready(self, job: ObjectLike) -> bool:
         wanted = sum(int(r.get("replicas", 1)) for r in _replicated_jobs(job))
-        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
-        ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses)
+        ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in _replicated_job_statuses(job))
         return ready >= wanted
 
-    def matches_workload(self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults) -> bool:
+    def matches_workload(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> bool:
         return suspendable.matches_workload(job, self.pod_sets(job, defaults), workload)
 
-    def admission_mismatch(
-        self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults
-    ) -> str | None:
+    def admission_mismatch(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> str | None:
         return suspendable.admission_mismatch(self.pod_sets(job, defaults), workload)
 
-    def shape_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    def shape_changed(self, old: ObjectLike, new: ObjectLike) -> bool:
         return _replicated_jobs(old) != _replicated_jobs(new)
 
-    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
         names = [s.name for s in slots(job)]
         if len(set(names)) != len(names) or "" in names:
             return [Problem("spec.replicatedJobs", ",".join(names), "each replicated job needs its own name")]
         return []
 
-    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectLike, new: ObjectLike, *, managed: bool) -> list[Problem]:
         return []
 
 

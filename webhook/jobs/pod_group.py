@@ -16,7 +16,7 @@ import copy
 import datetime
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -30,143 +30,143 @@ from webhook.api.constants import (
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     QUEUE_NAME_LABEL,
 )
+from webhook.api.views import ObjectLike, Pod, WorkloadRecord, section, view_of
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
 from webhook.jobs.podset import PodSetInfo, PodSetMergeError
 
 JSON = dict[str, Any]
+# A pod given to a function that hands some of its pods back: they come back as they were given (dict or view).
+P = TypeVar("P", bound=ObjectLike)
 
 
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    return pod.get("metadata") or {}
+def _pod(pod: ObjectLike) -> Pod:
+    return view_of(Pod, pod)
 
 
-def group_of(pod: Mapping[str, Any]) -> str:
+def group_of(pod: ObjectLike) -> str:
     """The group name, or "" for a pod on its own."""
-    return str((_meta(pod).get("labels") or {}).get(POD_GROUP_NAME_LABEL, ""))
+    return str(_pod(pod).labels.get(POD_GROUP_NAME_LABEL, ""))
 
 
-def total_count(pods: Sequence[Mapping[str, Any]]) -> int:
+def total_count(pods: Sequence[ObjectLike]) -> int:
     """The group size the pods declare (the first parsable value; a single pod is a group of one)."""
     for pod in pods:
-        raw = (_meta(pod).get("annotations") or {}).get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
+        raw = _pod(pod).annotations.get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
         if raw is not None and str(raw).isdigit():
             return int(raw)
     return 1
 
 
-def fast_admission(pods: Sequence[Mapping[str, Any]]) -> bool:
+def fast_admission(pods: Sequence[ObjectLike]) -> bool:
     """The group's Workload does not wait for all its pods (they come one by one, as a StatefulSet's do)."""
-    return any((_meta(p).get("annotations") or {}).get(POD_GROUP_FAST_ADMISSION_ANNOTATION) == "true" for p in pods)
+    return any(_pod(p).annotations.get(POD_GROUP_FAST_ADMISSION_ANNOTATION) == "true" for p in pods)
 
 
-def ready_for_workload(pods: Sequence[Mapping[str, Any]]) -> bool:
+def ready_for_workload(pods: Sequence[ObjectLike]) -> bool:
     """Enough of the group exists to create its Workload: all of it, or its first pod under fast admission."""
     return bool(pods) and (len(pods) >= total_count(pods) or fast_admission(pods))
 
 
-def workload_name(pods: Sequence[Mapping[str, Any]]) -> str:
-    first = pods[0]
-    return pod_workload_name(_meta(first).get("namespace", ""), _meta(first).get("name", ""), group_of(first))
+def workload_name(pods: Sequence[ObjectLike]) -> str:
+    first = _pod(pods[0])
+    return pod_workload_name(first.metadata.get("namespace", ""), first.metadata.get("name", ""), group_of(first))
 
 
-def is_gated(pod: Mapping[str, Any]) -> bool:
-    return any(g.get("name") == ADMISSION_SCHEDULING_GATE for g in (pod.get("spec") or {}).get("schedulingGates") or [])
+def is_gated(pod: ObjectLike) -> bool:
+    return _pod(pod).gated(ADMISSION_SCHEDULING_GATE)
 
 
-def is_terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+def is_terminal(pod: ObjectLike) -> bool:
+    return _pod(pod).terminal
 
 
-def running(pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def running(pods: Sequence[P]) -> list[P]:
     """The group's pods released and not ended: what holds nodes."""
     return [p for p in pods if not is_gated(p) and not is_terminal(p)]
 
 
-def is_leaving(pod: Mapping[str, Any]) -> bool:
+def is_leaving(pod: ObjectLike) -> bool:
     """Deleted, still there while its containers stop (or its finalizers go)."""
-    return bool(_meta(pod).get("deletionTimestamp"))
+    return _pod(pod).deletion_timestamp is not None
 
 
-def still_running(pod: Mapping[str, Any], now: datetime.datetime) -> bool:
+def still_running(pod: ObjectLike, now: datetime.datetime) -> bool:
     """A deleted pod that still holds its node: Running until its kubelet has stopped it, as Kueue counts a
     group active (its quota stays) unless the pod is stuck past its grace period (a lost node)."""
-    meta = _meta(pod)
-    if not meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
+    view = _pod(pod)
+    deleted = view.deletion_timestamp
+    if deleted is None or view.phase != "Running":
         return False
     try:
-        deadline = parse_time(str(meta["deletionTimestamp"]))
+        deadline = parse_time(deleted)
     except ValueError:
         return True
-    grace = int(meta.get("deletionGracePeriodSeconds") or 0)
-    return now <= deadline + datetime.timedelta(seconds=grace)
+    return now <= deadline + datetime.timedelta(seconds=view.deletion_grace_seconds)
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
-    conds = (pod.get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+def _counted(workload: ObjectLike) -> int:
+    return sum(int(ps.count or 0) for ps in view_of(WorkloadRecord, workload).pod_sets)
 
 
-def pods_ready(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> bool:
+def pods_ready(pods: Sequence[ObjectLike], workload: ObjectLike) -> bool:
     """As many pods ready (or succeeded) as the Workload counts: the group runs as admitted."""
-    wanted = sum(int(ps.get("count") or 0) for ps in (workload.get("spec") or {}).get("podSets") or [])
-    done = [p for p in pods if _ready(p) or (p.get("status") or {}).get("phase") == "Succeeded"]
-    return len(done) >= wanted
+    done = [p for p in map(_pod, pods) if p.ready or p.phase == "Succeeded"]
+    return len(done) >= _counted(workload)
 
 
-def finished(pods: Sequence[Mapping[str, Any]]) -> tuple[bool, bool]:
+def finished(pods: Sequence[ObjectLike]) -> tuple[bool, bool]:
     """(finished, succeeded): every pod of a complete group has ended; succeeded when none failed."""
     if not pods:
         return False, False
     if len(pods) < total_count(pods) or not all(is_terminal(p) for p in pods):
         return False, False
-    return True, all((p.get("status") or {}).get("phase") == "Succeeded" for p in pods)
+    return True, all(_pod(p).phase == "Succeeded" for p in pods)
 
 
-def role_hash(pod: Mapping[str, Any]) -> str:
+def role_hash(pod: ObjectLike) -> str:
     """A short hash of what makes pods interchangeable for quota: their containers' images and resources."""
-    spec = pod.get("spec") or {}
+    spec = _pod(pod).spec
     shape: list[Any] = [
-        [(c.get("name"), c.get("image"), c.get("resources") or {}) for c in spec.get(kind) or []]
+        [(c.get("name"), c.get("image"), section(c, "resources")) for c in spec.get(kind) or []]
         for kind in ("initContainers", "containers")
     ]
-    shape.append([spec.get("overhead") or {}, spec.get("priorityClassName") or ""])
+    shape.append([section(spec, "overhead"), spec.get("priorityClassName") or ""])
     return hashlib.sha256(orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)).hexdigest()[:8]
 
 
-def _template(pod: Mapping[str, Any]) -> JSON:
-    spec = copy.deepcopy(dict(pod.get("spec") or {}))
+def _template(pod: Pod) -> JSON:
+    spec = copy.deepcopy(dict(pod.spec))
     for key in ("nodeName", "schedulingGates"):
         spec.pop(key, None)
-    meta = _meta(pod)
-    return {"metadata": {"labels": dict(meta.get("labels") or {})}, "spec": spec}
+    return {"metadata": {"labels": dict(pod.labels)}, "spec": spec}
 
 
-def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int, size: int | None = None) -> JSON:
+def workload_for(pods: Sequence[ObjectLike], *, priority: int, size: int | None = None) -> JSON:
     """The Workload of a complete group (or one pod); one PodSet per pod shape, sorted by name. A fast-admission
     group's is one PodSet of its first pod's shape, for ``size`` pods (the live owner's count) or else its total
     count."""
-    roles: dict[str, list[Mapping[str, Any]]] = {}
-    ordered = sorted(pods, key=lambda p: _meta(p).get("name", ""))
+    views = [_pod(p) for p in pods]
+    roles: dict[str, list[Pod]] = {}
+    ordered = sorted(views, key=lambda p: p.metadata.get("name", ""))
     for pod in ordered:
         roles.setdefault(role_hash(pod), []).append(pod)
     counts = {role: len(members) for role, members in roles.items()}
-    if fast_admission(pods):
+    if fast_admission(views):
         role = role_hash(ordered[0])
-        roles, counts = {role: roles[role]}, {role: total_count(pods) if size is None else size}
-    first = pods[0]
-    labels = _meta(first).get("labels") or {}
+        roles, counts = {role: roles[role]}, {role: total_count(views) if size is None else size}
+    first = views[0]
     grouped = bool(group_of(first))
     workload: JSON = {
         "apiVersion": API_VERSION,
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(pods),
-            "namespace": _meta(first).get("namespace"),
-            "ownerReferences": [owner_ref(p) for p in pods],
+            "name": workload_name(views),
+            "namespace": first.metadata.get("namespace"),
+            "ownerReferences": [owner_ref(p) for p in views],
         },
         "spec": {
-            "queueName": labels.get(QUEUE_NAME_LABEL, ""),
+            "queueName": first.labels.get(QUEUE_NAME_LABEL, ""),
             "priority": priority,
             "podSets": [
                 {"name": role, "count": counts[role], "template": _template(members[0])}
@@ -179,18 +179,19 @@ def workload_for(pods: Sequence[Mapping[str, Any]], *, priority: int, size: int 
     return workload
 
 
-def release_patch(pod: Mapping[str, Any], info: PodSetInfo | None) -> JSON:
+def release_patch(pod: ObjectLike, info: PodSetInfo | None) -> JSON:
     """A strategic-free merge patch body: the gate removed, the flavors' selector and tolerations added.
 
     Returned as the whole new ``spec.schedulingGates``/``nodeSelector``/``tolerations`` plus the PodSet label, so
     a JSON merge patch replaces those lists exactly.
     """
-    spec = pod.get("spec") or {}
-    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != ADMISSION_SCHEDULING_GATE]
+    view = _pod(pod)
+    spec = view.spec
+    gates = [g for g in view.scheduling_gates if g.get("name") != ADMISSION_SCHEDULING_GATE]
     new_spec: JSON = {"schedulingGates": gates or None}
     meta: JSON = {}
     if info is not None:
-        selector = dict(spec.get("nodeSelector") or {})
+        selector = dict(section(spec, "nodeSelector"))
         for key, value in info.node_selector.items():
             if selector.get(key, value) != value:
                 raise PodSetMergeError(
@@ -210,53 +211,55 @@ def release_patch(pod: Mapping[str, Any], info: PodSetInfo | None) -> JSON:
     return patch
 
 
-def podset_of(pod: Mapping[str, Any]) -> str:
+def podset_of(pod: ObjectLike) -> str:
     return role_hash(pod)
 
 
-def owner_ref(pod: Mapping[str, Any]) -> JSON:
-    return {"apiVersion": "v1", "kind": "Pod", "name": _meta(pod).get("name"), "uid": _meta(pod).get("uid")}
+def owner_ref(pod: ObjectLike) -> JSON:
+    meta = _pod(pod).metadata
+    return {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid")}
 
 
-def controller_of(pods: Sequence[Mapping[str, Any]]) -> JSON | None:
+def controller_of(pods: Sequence[ObjectLike]) -> JSON | None:
     """The controller every pod of the group shares (a StatefulSet), as a plain owner reference; None if they
     have none or not the same one."""
-    refs = [next((o for o in _meta(p).get("ownerReferences") or [] if o.get("controller")), None) for p in pods]
+    refs = [next((o for o in _pod(p).owner_references if o.get("controller")), None) for p in pods]
     if not refs or refs[0] is None or any(r is None or r.get("uid") != refs[0].get("uid") for r in refs):
         return None
     first = refs[0]
     return {key: first[key] for key in ("apiVersion", "kind", "name", "uid")}
 
 
-def count_of(workload: Mapping[str, Any]) -> int:
+def count_of(workload: ObjectLike) -> int:
     """All the pods the Workload counts."""
-    return sum(int(ps.get("count") or 0) for ps in (workload.get("spec") or {}).get("podSets") or [])
+    return _counted(workload)
 
 
-def resized(workload: Mapping[str, Any], *, size: int, queue: str) -> JSON:
+def resized(workload: ObjectLike, *, size: int, queue: str) -> JSON:
     """A pending fast-admission group's Workload for ``size`` pods in ``queue`` (it has one PodSet)."""
-    spec = dict(workload.get("spec") or {})
-    spec["podSets"] = [dict(ps) | {"count": size} for ps in spec.get("podSets") or []]
+    view = view_of(WorkloadRecord, workload)
+    spec = dict(view.spec)
+    spec["podSets"] = [dict(ps.raw) | {"count": size} for ps in view.pod_sets]
     spec["queueName"] = queue
-    return dict(workload) | {"spec": spec}
+    return dict(view.raw) | {"spec": spec}
 
 
-def unowned(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def unowned(pods: Sequence[P], workload: ObjectLike) -> list[P]:
     """Pods of the group the Workload does not name as owners yet (they came after it, under fast admission)."""
-    uids = {o.get("uid") for o in (workload.get("metadata") or {}).get("ownerReferences") or []}
-    return [p for p in pods if _meta(p).get("uid") not in uids]
+    uids = {o.get("uid") for o in view_of(WorkloadRecord, workload).owner_references}
+    return [p for p in pods if _pod(p).metadata.get("uid") not in uids]
 
 
-def releasable(pods: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def releasable(pods: Sequence[P], workload: ObjectLike) -> list[P]:
     """The gated pods admission lets go: per PodSet, no more pods running ungated than its admitted count (a group
     may hold more pods than its Workload counts: extra or replacement pods wait for one to end); a pod whose shape
     is no PodSet of the Workload is never released."""
-    counts = {ps.get("name"): int(ps.get("count") or 0) for ps in (workload.get("spec") or {}).get("podSets") or []}
+    counts = {ps.name: int(ps.count or 0) for ps in view_of(WorkloadRecord, workload).pod_sets}
     for pod in pods:
         if not is_gated(pod) and not is_terminal(pod) and podset_of(pod) in counts:
             counts[podset_of(pod)] -= 1
-    chosen: list[Mapping[str, Any]] = []
-    for pod in sorted(pods, key=lambda p: _meta(p).get("name", "")):
+    chosen: list[P] = []
+    for pod in sorted(pods, key=lambda p: _pod(p).metadata.get("name", "")):
         role = podset_of(pod)
         if is_gated(pod) and counts.get(role, 0) > 0:
             counts[role] -= 1
@@ -273,8 +276,8 @@ class PodGroupAdapter:
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
-        return job.get("spec") or {}
+    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+        return _pod(job).spec
 
 
 ADAPTER = PodGroupAdapter()

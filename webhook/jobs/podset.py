@@ -3,7 +3,7 @@
 When a Workload is admitted, each of its PodSets learns the flavors it got: the flavors' ``nodeLabels`` become
 the template's ``nodeSelector`` and their ``tolerations`` are appended, and the template is labelled with its
 PodSet name. On eviction the template goes back to what the Workload recorded at creation. Both directions are
-pure functions on JSON objects (dicts) and never modify their arguments.
+pure functions on JSON objects (dicts), read through the views of ``webhook.api``, and never modify their arguments.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.constants import PODSET_LABEL
+from webhook.api.views import AssignedPodSet, ObjectView, PodTemplateView, Raw, entries, section
 
 JSON = dict[str, Any]
 
@@ -40,28 +41,28 @@ class PodSetInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-def podset_infos(admission: Mapping[str, Any], flavors: Mapping[str, Mapping[str, Any]]) -> dict[str, PodSetInfo]:
+def podset_infos(admission: Raw, flavors: Mapping[str, Raw]) -> dict[str, PodSetInfo]:
     """PodSetInfo per PodSet name from a Workload's ``status.admission`` and the ResourceFlavor objects.
 
     A missing flavor is an error: releasing the job without its node labels would place it on the wrong nodes.
     """
     infos: dict[str, PodSetInfo] = {}
-    for assignment in admission.get("podSetAssignments") or []:
-        name = assignment["name"]
+    for assignment in map(AssignedPodSet, entries(admission, "podSetAssignments")):
+        name = assignment.raw["name"]
         selector: dict[str, str] = {}
         tolerations: list[JSON] = []
-        for flavor_name in dict.fromkeys((assignment.get("flavors") or {}).values()):
+        for flavor_name in dict.fromkeys(assignment.flavors.values()):
             flavor = flavors.get(flavor_name)
             if flavor is None:
                 raise PodSetMergeError(f"ResourceFlavor {flavor_name!r} assigned to podSet {name!r} does not exist")
-            spec = flavor.get("spec") or {}
-            for key, value in (spec.get("nodeLabels") or {}).items():
+            spec = ObjectView.of(flavor).spec
+            for key, value in section(spec, "nodeLabels").items():
                 if selector.get(key, value) != value:
                     raise PodSetMergeError(
                         f"flavors of podSet {name!r} disagree on node label {key!r}: {selector[key]!r} vs {value!r}"
                     )
                 selector[key] = value
-            for toleration in spec.get("tolerations") or []:
+            for toleration in entries(spec, "tolerations"):
                 if toleration not in tolerations:
                     tolerations.append(dict(toleration))
         infos[name] = PodSetInfo(
@@ -70,40 +71,40 @@ def podset_infos(admission: Mapping[str, Any], flavors: Mapping[str, Mapping[str
     return infos
 
 
-def inject(template: Mapping[str, Any], info: PodSetInfo) -> JSON:
+def inject(template: Raw, info: PodSetInfo) -> JSON:
     """A copy of ``template`` with the PodSet's node selector, tolerations and labels merged in."""
+    original = PodTemplateView.of(template)
     result = copy.deepcopy(dict(template))
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
-    metadata["labels"] = _merge_map(metadata.get("labels") or {}, info.labels, what="label")
-    spec["nodeSelector"] = _merge_map(spec.get("nodeSelector") or {}, info.node_selector, what="nodeSelector")
+    metadata["labels"] = _merge_map(original.labels, info.labels, what="label")
+    spec["nodeSelector"] = _merge_map(section(original.spec, "nodeSelector"), info.node_selector, what="nodeSelector")
     if not spec["nodeSelector"]:
         del spec["nodeSelector"]
-    tolerations = list(spec.get("tolerations") or [])
+    tolerations = list(entries(original.spec, "tolerations"))
     tolerations += [dict(t) for t in info.tolerations if t not in tolerations]
     if tolerations:
         spec["tolerations"] = tolerations
     return result
 
 
-def restore(current: Mapping[str, Any], original: Mapping[str, Any]) -> JSON:
+def restore(current: Raw, original: Raw) -> JSON:
     """A copy of ``current`` whose scheduling directives are those of ``original`` (the Workload's record).
 
     Labels the Job controller added after creation are kept; everything admission injected is taken back.
     """
+    now, recorded = PodTemplateView.of(current), PodTemplateView.of(original)
     result = copy.deepcopy(dict(current))
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
-    original_meta = original.get("metadata") or {}
-    original_spec = original.get("spec") or {}
-    labels = dict(original_meta.get("labels") or {})
+    labels = dict(recorded.labels)
     for key in JOB_CONTROLLER_LABELS:
-        if key in (metadata.get("labels") or {}):
-            labels[key] = metadata["labels"][key]
+        if key in now.labels:
+            labels[key] = now.labels[key]
     _set_or_drop(metadata, "labels", labels)
-    _set_or_drop(metadata, "annotations", dict(original_meta.get("annotations") or {}))
+    _set_or_drop(metadata, "annotations", dict(recorded.annotations))
     for key in ("nodeSelector", "tolerations", "schedulingGates"):
-        _set_or_drop(spec, key, copy.deepcopy(original_spec.get(key)))
+        _set_or_drop(spec, key, copy.deepcopy(recorded.spec.get(key)))
     if not metadata and "metadata" not in original:
         del result["metadata"]  # injection added it: the template is given back as it was
     return result

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.constants import POD_PRIORITY_CLASS_SOURCE, PRIORITY_CLASS_LABEL, WORKLOAD_PRIORITY_CLASS_SOURCE
+from webhook.api.views import BatchJob, ObjectLike, ObjectView, view_of
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class Priority:
 
 
 def resolve(
-    job: Mapping[str, Any],
+    job: ObjectLike,
     *,
     workload_priority_classes: Mapping[str, Mapping[str, Any]],
     priority_classes: Iterable[Mapping[str, Any]],
@@ -32,13 +33,13 @@ def resolve(
 
     ``template_spec`` is the pod spec whose class counts (the kind adapter's ``priority_template``); without it,
     a batch Job's template."""
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    wpc_name = labels.get(PRIORITY_CLASS_LABEL)
+    view = view_of(BatchJob, job)
+    wpc_name = view.labels.get(PRIORITY_CLASS_LABEL)
     if wpc_name and (wpc := workload_priority_classes.get(wpc_name)) is not None:
         return Priority(int(wpc.get("value", 0)), wpc_name, WORKLOAD_PRIORITY_CLASS_SOURCE)
-    classes = {(pc.get("metadata") or {}).get("name"): pc for pc in priority_classes}
+    classes = {ObjectView.of(pc).metadata.get("name"): pc for pc in priority_classes}
     if template_spec is None:
-        template_spec = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+        template_spec = view.template.spec
     pc_name = template_spec.get("priorityClassName")
     if pc_name and (pc := classes.get(pc_name)) is not None:
         return Priority(int(pc.get("value", 0)), pc_name, POD_PRIORITY_CLASS_SOURCE)

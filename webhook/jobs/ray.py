@@ -16,6 +16,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, entries, section, view_of
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults
@@ -34,7 +35,7 @@ AUTOSCALING_REFUSED = (
 
 def _cluster_slots(cluster_spec: Mapping[str, Any], prefix: tuple[str | int, ...]) -> list[TemplateSlot]:
     slots = [TemplateSlot(HEAD, (*prefix, "headGroupSpec", "template"), 1)]
-    for i, group in enumerate(cluster_spec.get("workerGroupSpecs") or []):
+    for i, group in enumerate(entries(cluster_spec, "workerGroupSpecs")):
         replicas = group.get("replicas")
         count = 1 if replicas is None else int(replicas)
         hosts = int(group.get("numOfHosts") or 1)
@@ -48,7 +49,7 @@ def _cluster_slots(cluster_spec: Mapping[str, Any], prefix: tuple[str | int, ...
 
 def _default_submitter(cluster_spec: Mapping[str, Any]) -> JSON:
     """KubeRay's submitter when the RayJob names none: the head's image, 500m CPU and 200Mi asked for."""
-    head = ((cluster_spec.get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+    head = PodTemplateView.of(section(cluster_spec, "headGroupSpec").get("template")).spec
     image = ((head.get("containers") or [{}])[0]).get("image", "")
     container = {
         "name": "ray-job-submitter",
@@ -84,56 +85,54 @@ class _RayKind:
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def slots(self, job: Mapping[str, Any]) -> list[TemplateSlot]:
+    def slots(self, job: ObjectLike) -> list[TemplateSlot]:
         raise NotImplementedError
 
-    def _with_slots(self, job: Mapping[str, Any]) -> JSON:
-        return copy.deepcopy(dict(job))
+    def _with_slots(self, job: ObjectLike) -> JSON:
+        return copy.deepcopy(dict(view_of(ObjectView, job).raw))
 
-    def pod_sets(self, job: Mapping[str, Any], defaults: PodDefaults) -> list[JSON]:
+    def pod_sets(self, job: ObjectLike, defaults: PodDefaults) -> list[JSON]:
         pod_sets = suspendable.pod_sets(self._with_slots(job), self.slots(job), defaults)
         return pod_sets
 
-    def pod_count(self, job: Mapping[str, Any]) -> int:
+    def pod_count(self, job: ObjectLike) -> int:
         return sum(s.count for s in self.slots(job))
 
-    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
         head = self.slots(job)[0]
-        return suspendable.get_path(job, (*head.path, "spec")) or {}
+        return suspendable.get_path(view_of(ObjectView, job).raw, (*head.path, "spec")) or {}
 
-    def is_suspended(self, job: Mapping[str, Any]) -> bool:
+    def is_suspended(self, job: ObjectLike) -> bool:
         return suspendable.is_suspended(job)
 
-    def suspended(self, job: Mapping[str, Any]) -> JSON:
+    def suspended(self, job: ObjectLike) -> JSON:
         return suspendable.suspended(job)
 
-    def is_stopping(self, job: Mapping[str, Any]) -> bool:
+    def is_stopping(self, job: ObjectLike) -> bool:
         return suspendable.is_stopping(job)
 
-    def template_mutable(self, job: Mapping[str, Any]) -> bool:
+    def template_mutable(self, job: ObjectLike) -> bool:
         return self.is_suspended(job)  # KubeRay takes template changes of a suspended object
 
-    def released(self, job: Mapping[str, Any], infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+    def released(self, job: ObjectLike, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
         return suspendable.released(self._with_slots(job), self.slots(job), infos)
 
-    def restored(self, job: Mapping[str, Any], workload: Mapping[str, Any]) -> JSON:
+    def restored(self, job: ObjectLike, workload: ObjectLike) -> JSON:
         return suspendable.restored(job, self.slots(job), workload)
 
-    def matches_workload(self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults) -> bool:
+    def matches_workload(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> bool:
         return suspendable.matches_workload(job, self.pod_sets(job, defaults), workload)
 
-    def admission_mismatch(
-        self, job: Mapping[str, Any], workload: Mapping[str, Any], defaults: PodDefaults
-    ) -> str | None:
+    def admission_mismatch(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> str | None:
         return suspendable.admission_mismatch(self.pod_sets(job, defaults), workload)
 
-    def shape_changed(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    def shape_changed(self, old: ObjectLike, new: ObjectLike) -> bool:
         return self.pod_sets(old, PodDefaults()) != self.pod_sets(new, PodDefaults())
 
-    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectLike, new: ObjectLike, *, managed: bool) -> list[Problem]:
         return self.create_problems(new, managed=managed)
 
-    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
         raise NotImplementedError
 
 
@@ -142,31 +141,31 @@ class RayJobAdapter(_RayKind):
     kind = JobKind(GROUP, VERSION, "rayjobs", "RayJob")
 
     @staticmethod
-    def _submits_with_a_job(job: Mapping[str, Any]) -> bool:
-        return ((job.get("spec") or {}).get("submissionMode") or K8S_JOB_MODE) == K8S_JOB_MODE
+    def _submits_with_a_job(job: ObjectLike) -> bool:
+        return (view_of(ObjectView, job).spec.get("submissionMode") or K8S_JOB_MODE) == K8S_JOB_MODE
 
-    def slots(self, job: Mapping[str, Any]) -> list[TemplateSlot]:
-        cluster_spec = (job.get("spec") or {}).get("rayClusterSpec") or {}
+    def slots(self, job: ObjectLike) -> list[TemplateSlot]:
+        cluster_spec = section(view_of(ObjectView, job).spec, "rayClusterSpec")
         slots = _cluster_slots(cluster_spec, ("spec", "rayClusterSpec"))
         if self._submits_with_a_job(job):
             slots.append(TemplateSlot(SUBMITTER, ("spec", "submitterPodTemplate"), 1))
         return slots
 
-    def _with_slots(self, job: Mapping[str, Any]) -> JSON:
+    def _with_slots(self, job: ObjectLike) -> JSON:
         # The submitter pod set exists even without a submitterPodTemplate (KubeRay then uses its default);
         # releasing it writes that template, with the flavor, into the RayJob.
-        result = copy.deepcopy(dict(job))
+        result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
         spec = result.setdefault("spec", {})
         if self._submits_with_a_job(job) and not spec.get("submitterPodTemplate"):
             spec["submitterPodTemplate"] = _default_submitter(spec.get("rayClusterSpec") or {})
         return result
 
-    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
-        status = (job.get("status") or {}).get("jobDeploymentStatus") or ""
+    def has_active_pods(self, job: ObjectLike) -> bool:
+        status = view_of(ObjectView, job).status.get("jobDeploymentStatus") or ""
         return status not in ("", "New", "Suspended", "Complete", "Failed")
 
-    def finished(self, job: Mapping[str, Any]) -> Finish:
-        status = job.get("status") or {}
+    def finished(self, job: ObjectLike) -> Finish:
+        status = view_of(ObjectView, job).status
         deployment = status.get("jobDeploymentStatus")
         if deployment == "Complete":
             return Finish(True, status.get("jobStatus") == "SUCCEEDED", status.get("message") or "RayJob finished")
@@ -174,14 +173,14 @@ class RayJobAdapter(_RayKind):
             return Finish(True, False, status.get("message") or status.get("reason") or "RayJob failed")
         return Finish(False)
 
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
-        return (((job.get("status") or {}).get("rayClusterStatus") or {}).get("state")) == "ready"
+    def pods_ready(self, job: ObjectLike) -> bool:
+        return section(view_of(ObjectView, job).status, "rayClusterStatus").get("state") == "ready"
 
-    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
         if not managed:
             return []  # an unqueued RayJob is KubeRay's business alone
-        spec = job.get("spec") or {}
-        problems = _problems(spec.get("rayClusterSpec") or {}, "spec.rayClusterSpec", reserved=(HEAD, SUBMITTER))
+        spec = view_of(ObjectView, job).spec
+        problems = _problems(section(spec, "rayClusterSpec"), "spec.rayClusterSpec", reserved=(HEAD, SUBMITTER))
         if spec.get("clusterSelector"):
             problems.append(
                 Problem(
@@ -199,21 +198,21 @@ class RayClusterAdapter(_RayKind):
     framework = "ray.io/raycluster"
     kind = JobKind(GROUP, VERSION, "rayclusters", "RayCluster")
 
-    def slots(self, job: Mapping[str, Any]) -> list[TemplateSlot]:
-        return _cluster_slots(job.get("spec") or {}, ("spec",))
+    def slots(self, job: ObjectLike) -> list[TemplateSlot]:
+        return _cluster_slots(view_of(ObjectView, job).spec, ("spec",))
 
-    def has_active_pods(self, job: Mapping[str, Any]) -> bool:
-        status = job.get("status") or {}
+    def has_active_pods(self, job: ObjectLike) -> bool:
+        status = view_of(ObjectView, job).status
         return status.get("state") == "ready" or int(status.get("readyWorkerReplicas") or 0) > 0
 
-    def finished(self, job: Mapping[str, Any]) -> Finish:
+    def finished(self, job: ObjectLike) -> Finish:
         return Finish(False)  # a RayCluster serves until it is deleted
 
-    def pods_ready(self, job: Mapping[str, Any]) -> bool:
-        return (job.get("status") or {}).get("state") == "ready"
+    def pods_ready(self, job: ObjectLike) -> bool:
+        return view_of(ObjectView, job).status.get("state") == "ready"
 
-    def create_problems(self, job: Mapping[str, Any], *, managed: bool) -> list[Problem]:
-        return _problems(job.get("spec") or {}, "spec", reserved=(HEAD,)) if managed else []
+    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
+        return _problems(view_of(ObjectView, job).spec, "spec", reserved=(HEAD,)) if managed else []
 
 
 RAYJOB = RayJobAdapter()

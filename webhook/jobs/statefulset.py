@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, view_of
 from webhook.jobs.adapter import JobKind, Problem
 from webhook.jobs.naming import MAX_LABEL_VALUE_LENGTH, workload_name
 from webhook.jobs.pod_group import role_hash
@@ -32,25 +33,25 @@ def group_name(namespace: str, name: str) -> str:
     return workload_name(kind="StatefulSet", group="apps", namespace=namespace, name=name, limit=MAX_LABEL_VALUE_LENGTH)
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
+def _template(obj: ObjectLike) -> PodTemplateView:
+    return PodTemplateView.of(view_of(ObjectView, obj).spec.get("template"))
 
 
-def replicas(obj: Mapping[str, Any]) -> int:
-    value = _spec(obj).get("replicas")
+def replicas(obj: ObjectLike) -> int:
+    value = view_of(ObjectView, obj).spec.get("replicas")
     return 1 if value is None else int(value)
 
 
-def _queue(obj: Mapping[str, Any]) -> str:
-    return str(((obj.get("metadata") or {}).get("labels") or {}).get(c.QUEUE_NAME_LABEL, ""))
+def _queue(obj: ObjectLike) -> str:
+    return str(view_of(ObjectView, obj).labels.get(c.QUEUE_NAME_LABEL, ""))
 
 
-def _status(obj: Mapping[str, Any], field: str) -> int:
-    return int((obj.get("status") or {}).get(field) or 0)
+def _status(obj: ObjectLike, field: str) -> int:
+    return int(view_of(ObjectView, obj).status.get(field) or 0)
 
 
-def _shape(obj: Mapping[str, Any]) -> str:
-    return role_hash({"spec": (_spec(obj).get("template") or {}).get("spec") or {}})
+def _shape(obj: ObjectLike) -> str:
+    return role_hash({"spec": _template(obj).spec})
 
 
 class StatefulSetAdapter:
@@ -61,31 +62,30 @@ class StatefulSetAdapter:
     children: tuple[JobKind, ...] = ()
     sizes_group = True
 
-    def group_size(self, obj: Mapping[str, Any]) -> int:
+    def group_size(self, obj: ObjectLike) -> int:
         return replicas(obj)
 
-    def priority_template(self, job: Mapping[str, Any]) -> Mapping[str, Any]:
-        return (_spec(job).get("template") or {}).get("spec") or {}
+    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+        return _template(job).spec
 
-    def pod_group(self, obj: Mapping[str, Any], namespace: str) -> str:
-        name = (obj.get("metadata") or {}).get("name") or ""
+    def pod_group(self, obj: ObjectLike, namespace: str) -> str:
+        name = view_of(ObjectView, obj).metadata.get("name") or ""
         return group_name(namespace, name) if name else ""
 
-    def template_stamp(self, obj: Mapping[str, Any], namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+    def template_stamp(self, obj: ObjectLike, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
         group = self.pod_group(obj, namespace)
         if not group:
             return {}, {}
         annotations = {c.POD_GROUP_FAST_ADMISSION_ANNOTATION: "true", c.POD_GROUP_SERVING_ANNOTATION: "true"}
         # Scaled to zero, the group keeps the size it had (a size of 0 would have every pod refused by the pod
         # webhook); created with zero, it says 1. The reconciler sizes the group from the live StatefulSet.
-        template = (_spec(obj).get("template") or {}).get("metadata") or {}
         if count := replicas(obj):
             annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] = str(count)
-        elif c.POD_GROUP_TOTAL_COUNT_ANNOTATION not in (template.get("annotations") or {}):
+        elif c.POD_GROUP_TOTAL_COUNT_ANNOTATION not in _template(obj).annotations:
             annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] = "1"
         return {c.POD_GROUP_NAME_LABEL: group}, annotations
 
-    def update_problems(self, old: Mapping[str, Any], new: Mapping[str, Any], *, admitted: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectLike, new: ObjectLike, *, admitted: bool) -> list[Problem]:
         problems: list[Problem] = []
         old_queue, new_queue = _queue(old), _queue(new)
         if old_queue != new_queue and (admitted or _status(old, "readyReplicas") > 0 or not new_queue):

@@ -3,6 +3,8 @@
 Owns: the owned Workload a job gets, the stopping mark, injecting and restoring every pod template of a job
 given where its templates live, and the per-pod-set admission check. A kind module describes its templates as
 ``TemplateSlot``s (a pod set name, a path to its pod template and its pod count) and calls these. Pure.
+Reads go through the typed views of ``webhook.api`` (``ObjectView``, ``WorkloadRecord``); each function takes a
+view or the object as the API server sent it (decoded on entry), and writes copy the object whole.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from webhook.api.constants import (
 )
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
 from webhook.api.workload import priority_class_ref_wire
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import workload_name
@@ -59,27 +62,28 @@ def set_path(obj: Any, path: Sequence[str | int], value: Any) -> None:
     obj[path[-1]] = value
 
 
-def pod_sets(job: Mapping[str, Any], slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
-    return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(job, s.path) or {})} for s in slots]
+def pod_sets(job: ObjectLike, slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
+    raw = view_of(ObjectView, job).raw
+    return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(raw, s.path) or {})} for s in slots]
 
 
-def is_suspended(job: Mapping[str, Any]) -> bool:
-    return bool((job.get("spec") or {}).get("suspend"))
+def is_suspended(job: ObjectLike) -> bool:
+    return bool(view_of(ObjectView, job).spec.get("suspend"))
 
 
-def suspended(job: Mapping[str, Any]) -> JSON:
-    result = copy.deepcopy(dict(job))
+def suspended(job: ObjectLike) -> JSON:
+    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
     result.setdefault("spec", {})["suspend"] = True
     result["metadata"].setdefault("annotations", {})[STOPPING_ANNOTATION] = "true"
     return result
 
 
-def is_stopping(job: Mapping[str, Any]) -> bool:
-    return STOPPING_ANNOTATION in ((job.get("metadata") or {}).get("annotations") or {})
+def is_stopping(job: ObjectLike) -> bool:
+    return STOPPING_ANNOTATION in view_of(ObjectView, job).annotations
 
 
-def released(job: Mapping[str, Any], slots: Sequence[TemplateSlot], infos: Mapping[str, PodSetInfo]) -> JSON:
-    result = copy.deepcopy(dict(job))
+def released(job: ObjectLike, slots: Sequence[TemplateSlot], infos: Mapping[str, PodSetInfo]) -> JSON:
+    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
     for slot in slots:
         info = infos.get(slot.name)
         if info is not None:
@@ -89,14 +93,14 @@ def released(job: Mapping[str, Any], slots: Sequence[TemplateSlot], infos: Mappi
     return result
 
 
-def restored(job: Mapping[str, Any], slots: Sequence[TemplateSlot], workload: Mapping[str, Any]) -> JSON:
-    result = copy.deepcopy(dict(job))
-    recorded = {p.get("name"): p for p in (workload.get("spec") or {}).get("podSets") or []}
+def restored(job: ObjectLike, slots: Sequence[TemplateSlot], workload: ObjectLike) -> JSON:
+    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
+    recorded = {p.name: p for p in view_of(WorkloadRecord, workload).pod_sets}
     for slot in slots:
         original = recorded.get(slot.name)
         if original is not None:
             current = get_path(result, slot.path) or {}
-            set_path(result, slot.path, restore(current, original.get("template") or {}))
+            set_path(result, slot.path, restore(current, original.template.raw))
     annotations = result["metadata"].get("annotations") or {}
     annotations.pop(STOPPING_ANNOTATION, None)
     if not annotations:
@@ -105,7 +109,7 @@ def restored(job: Mapping[str, Any], slots: Sequence[TemplateSlot], workload: Ma
 
 
 def workload_for(
-    job: Mapping[str, Any],
+    job: ObjectLike,
     *,
     kind: JobKind,
     pod_sets: list[JSON],
@@ -114,29 +118,35 @@ def workload_for(
     priority_class_source: str,
 ) -> JSON:
     """The Workload for ``job``: owned by it, with the ``resource-in-use`` finalizer (as for batch Jobs)."""
-    meta = job["metadata"]
-    labels = meta.get("labels") or {}
+    view = view_of(ObjectView, job)
     spec: JSON = {"podSets": pod_sets, "priority": priority}
-    if labels.get(QUEUE_NAME_LABEL):
-        spec["queueName"] = labels[QUEUE_NAME_LABEL]
+    if queue := view.labels.get(QUEUE_NAME_LABEL):
+        spec["queueName"] = queue
     if priority_class_name and priority_class_source:
         spec["priorityClassRef"] = priority_class_ref_wire(priority_class_source, priority_class_name)
-    if labels.get(MAX_EXEC_TIME_LABEL) is not None:
-        spec["maximumExecutionTimeSeconds"] = int(labels[MAX_EXEC_TIME_LABEL])
+    if (seconds := view.labels.get(MAX_EXEC_TIME_LABEL)) is not None:
+        spec["maximumExecutionTimeSeconds"] = int(seconds)
+    name = workload_name(kind=kind.kind, group=kind.group, namespace=view.namespace, name=view.name)
+    return owned_workload(view, name=name, owner_api_version=kind.api_version, owner_kind=kind.kind, spec=spec)
+
+
+def owned_workload(job: ObjectView, *, name: str, owner_api_version: str, owner_kind: str, spec: JSON) -> JSON:
+    """A Workload named ``name`` with ``spec``, controlled by ``job``, with Kueue's ``resource-in-use`` finalizer:
+    while it holds quota, deleting it must not free the quota before the job has stopped."""
     return {
         "apiVersion": API_VERSION,
         "kind": "Workload",
         "metadata": {
-            "name": workload_name(kind=kind.kind, group=kind.group, namespace=meta["namespace"], name=meta["name"]),
-            "namespace": meta["namespace"],
-            "labels": {JOB_UID_LABEL: meta["uid"]},
+            "name": name,
+            "namespace": job.namespace,
+            "labels": {JOB_UID_LABEL: job.uid},
             "finalizers": [RESOURCE_IN_USE_FINALIZER],
             "ownerReferences": [
                 {
-                    "apiVersion": kind.api_version,
-                    "kind": kind.kind,
-                    "name": meta["name"],
-                    "uid": meta["uid"],
+                    "apiVersion": owner_api_version,
+                    "kind": owner_kind,
+                    "name": job.name,
+                    "uid": job.uid,
                     "controller": True,
                     "blockOwnerDeletion": True,
                 }
@@ -146,44 +156,34 @@ def workload_for(
     }
 
 
-def _containers(template: Any) -> Any:
-    spec = (template or {}).get("spec") or {}
-    return (spec.get("containers"), spec.get("initContainers"))
-
-
-def matches_workload(
-    job: Mapping[str, Any], expected: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]
-) -> bool:
-    uid = job["metadata"].get("uid")
-    owners = (workload.get("metadata") or {}).get("ownerReferences") or []
-    if not any(o.get("uid") == uid and o.get("controller") for o in owners):
+def matches_workload(job: ObjectLike, expected: Sequence[Mapping[str, Any]], workload: ObjectLike) -> bool:
+    record = view_of(WorkloadRecord, workload)
+    if not record.controlled_by(view_of(ObjectView, job).metadata.get("uid")):
         return False
-    recorded = list((workload.get("spec") or {}).get("podSets") or [])
-    if [p.get("name") for p in recorded] != [p["name"] for p in expected]:
+    recorded = record.pod_sets
+    if [p.name for p in recorded] != [p["name"] for p in expected]:
         return False
     return all(
-        r.get("count") == e["count"] and _containers(r.get("template")) == _containers(e["template"])
+        r.count == e["count"] and r.template.containers == PodTemplateView.of(e["template"]).containers
         for r, e in zip(recorded, expected, strict=True)
     )
 
 
-def admission_mismatch(expected: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> str | None:
+def admission_mismatch(expected: Sequence[Mapping[str, Any]], workload: ObjectLike) -> str | None:
     """Per pod set: no more pods than admitted, no pod asking more of a resource than admission charged."""
-    assignments = {
-        a.get("name"): a for a in ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
-    }
+    assignments = {a.name: a for a in view_of(WorkloadRecord, workload).assignments}
     if set(assignments) != {p["name"] for p in expected}:
         return f"the Workload's admission covers pod sets {sorted(map(str, assignments))}, the job has " + str(
             sorted(p["name"] for p in expected)
         )
     for podset in expected:
         admitted = assignments[podset["name"]]
-        count = int(admitted.get("count") or podset["count"])
+        count = admitted.count or int(podset["count"])
         if podset["count"] > count:
             return f"pod set {podset['name']!r} runs {podset['count']} pods; its admission was for {count}"
         try:
-            per_pod = pod_requests((podset["template"] or {}).get("spec") or {})
-            charged = {r: parse_quantity(q) for r, q in (admitted.get("resourceUsage") or {}).items()}
+            per_pod = pod_requests(PodTemplateView.of(podset["template"]).spec)
+            charged = {r: parse_quantity(q) for r, q in admitted.resource_usage.items()}
         except ValueError as exc:
             return f"cannot compare the job's requests with its admission: {exc}"
         for resource, quantity in sorted(per_pod.items()):
@@ -196,25 +196,24 @@ def admission_mismatch(expected: Sequence[Mapping[str, Any]], workload: Mapping[
     return None
 
 
-def queue_name(job: Mapping[str, Any]) -> str | None:
-    value = ((job.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL)
-    return str(value) if value else None
+def queue_name(job: ObjectLike) -> str | None:
+    return view_of(ObjectView, job).label(QUEUE_NAME_LABEL)
 
 
-def owned_by_controller(job: Mapping[str, Any]) -> bool:
+def owned_by_controller(job: ObjectLike) -> bool:
     """Created by another controller (a CronJob, a JobSet, ...): left to whatever manages that owner."""
-    return any(o.get("controller") for o in (job.get("metadata") or {}).get("ownerReferences") or [])
+    return view_of(ObjectView, job).has_controller
 
 
-def is_stamped(job: Mapping[str, Any]) -> bool:
+def is_stamped(job: ObjectLike) -> bool:
     """The mutating webhook saw this job and stamped its Workload's name on it."""
-    return WORKLOAD_NAME_ANNOTATION in ((job.get("metadata") or {}).get("annotations") or {})
+    return WORKLOAD_NAME_ANNOTATION in view_of(ObjectView, job).annotations
 
 
-def adopted(job: Mapping[str, Any], *, queue: str | None, workload_name: str) -> JSON:
+def adopted(job: ObjectLike, *, queue: str | None, workload_name: str) -> JSON:
     """What the mutating webhook would have made of ``job``: queue label (when there is one), the Workload
     stamp, and suspended (its controller removes any pods it already created)."""
-    result = copy.deepcopy(dict(job))
+    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
     meta = result["metadata"]
     if queue:
         meta.setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
@@ -223,53 +222,46 @@ def adopted(job: Mapping[str, Any], *, queue: str | None, workload_name: str) ->
     return result
 
 
-def prebuilt_workload_name(job: Mapping[str, Any]) -> str | None:
+def prebuilt_workload_name(job: ObjectLike) -> str | None:
     """The Workload a user created for this job (``kueue.x-k8s.io/prebuilt-workload-name``), if it names one."""
-    value = ((job.get("metadata") or {}).get("labels") or {}).get(PREBUILT_WORKLOAD_LABEL)
-    return str(value) if value else None
+    return view_of(ObjectView, job).label(PREBUILT_WORKLOAD_LABEL)
 
 
-def job_workload_name(job: Mapping[str, Any], kind: JobKind) -> str:
+def job_workload_name(job: ObjectLike, kind: JobKind) -> str:
     """The name of the Workload that represents ``job``: its prebuilt one, or the one Turnstile creates."""
-    meta = job.get("metadata") or {}
-    prebuilt = prebuilt_workload_name(job)
+    view = view_of(ObjectView, job)
+    prebuilt = prebuilt_workload_name(view)
     if prebuilt is not None:
         return prebuilt
-    return workload_name(kind=kind.kind, group=kind.group, namespace=meta["namespace"], name=meta["name"])
+    return workload_name(kind=kind.kind, group=kind.group, namespace=view.namespace, name=view.name)
 
 
-def adopted_prebuilt(workload: Mapping[str, Any], job: Mapping[str, Any], kind: JobKind) -> JSON:
+def adopted_prebuilt(workload: ObjectLike, job: ObjectLike, kind: JobKind) -> JSON:
     """A prebuilt Workload made the job's own (as Kueue does): a controller owner reference and the job UID label."""
-    result = copy.deepcopy(dict(workload))
-    meta, job_meta = result["metadata"], job["metadata"]
+    result = copy.deepcopy(dict(view_of(ObjectView, workload).raw))
+    meta, owner_job = result["metadata"], view_of(ObjectView, job)
     owner = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
-        "name": job_meta["name"],
-        "uid": job_meta["uid"],
+        "name": owner_job.name,
+        "uid": owner_job.uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
     meta["ownerReferences"] = [*(meta.get("ownerReferences") or []), owner]
-    meta.setdefault("labels", {})[JOB_UID_LABEL] = job_meta["uid"]
+    meta.setdefault("labels", {})[JOB_UID_LABEL] = owner_job.uid
     return result
 
 
-def prebuilt_in_sync(expected: Sequence[Mapping[str, Any]], workload: Mapping[str, Any]) -> bool:
+def prebuilt_in_sync(expected: Sequence[Mapping[str, Any]], workload: ObjectLike) -> bool:
     """Whether a user's prebuilt Workload describes the job: the same pod sets, counts, and containers asking
     for the same resources (Kueue's comparison; the rest of a container the API server defaults differently
     in a Job than in a Workload, so it is not compared)."""
-    recorded = list((workload.get("spec") or {}).get("podSets") or [])
-    if [p.get("name") for p in recorded] != [p["name"] for p in expected] or len(recorded) != len(expected):
+    recorded = view_of(WorkloadRecord, workload).pod_sets
+    if [p.name for p in recorded] != [p["name"] for p in expected] or len(recorded) != len(expected):
         return False
-
-    def resources(template: Any, key: str) -> list[Any]:
-        return [c.get("resources") or {} for c in ((template or {}).get("spec") or {}).get(key) or []]
-
     return all(
-        r.get("count") == e["count"]
-        and all(
-            resources(r.get("template"), k) == resources(e["template"], k) for k in ("containers", "initContainers")
-        )
+        r.count == e["count"]
+        and r.template.container_resources == PodTemplateView.of(e["template"]).container_resources
         for r, e in zip(recorded, expected, strict=True)
     )

@@ -2,7 +2,8 @@
 
 Each function returns a new Workload object whose ``status`` is what should be written through the status
 subresource (the caller writes it with the resourceVersion it read, so a concurrent change is a conflict, never
-a lost update). Condition types and reasons are Kueue's.
+a lost update). Each takes the Workload's view (``webhook.api.views.WorkloadRecord``) or its object as
+the API server sent it. Condition types and reasons are Kueue's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from webhook.api.constants import (
     REASON_PENDING_EVALUATION,
     REASON_QUOTA_RESERVED,
 )
+from webhook.api.views import ObjectLike, WorkloadRecord, view_of
 
 JSON = dict[str, Any]
 
@@ -33,12 +35,21 @@ RESIZED = "Resized"
 REQUEUE_AT_ONCE = frozenset({"Preempted", "NodeFailures", "ClusterQueueStopped", "LocalQueueStopped", RESIZED})
 
 
-def _conds(workload: Mapping[str, Any]) -> list[JSON]:
-    return list((workload.get("status") or {}).get("conditions") or [])
+def _record(workload: ObjectLike) -> WorkloadRecord:
+    return view_of(WorkloadRecord, workload)
 
 
-def _with_status(workload: Mapping[str, Any], status: JSON) -> JSON:
-    result = copy.deepcopy(dict(workload))
+def _conds(workload: WorkloadRecord) -> list[JSON]:
+    return workload.conditions
+
+
+def _status(workload: WorkloadRecord) -> JSON:
+    """A copy of its status, to become the next one."""
+    return copy.deepcopy(dict(workload.status))
+
+
+def _with_status(workload: WorkloadRecord, status: JSON) -> JSON:
+    result = copy.deepcopy(dict(workload.raw))
     result["status"] = status
     return result
 
@@ -66,11 +77,12 @@ def is_finished(workload: Mapping[str, Any]) -> bool:
     return model.finished(model.raw_conditions(workload))
 
 
-def admitted(workload: Mapping[str, Any], admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
+def admitted(workload: ObjectLike, admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
     """Quota reserved and admitted in one step (Turnstile has no admission checks)."""
-    status = copy.deepcopy(dict(workload.get("status") or {}))
+    record = _record(workload)
+    status = _status(record)
     cq = admission["clusterQueue"]
-    conds = _conds(workload)
+    conds = _conds(record)
     previous = conditions.find(conds, COND_EVICTED)
     conds = _set(conds, now, COND_QUOTA_RESERVED, True, REASON_QUOTA_RESERVED, f"Quota reserved in ClusterQueue {cq}")
     conds = _set(conds, now, COND_ADMITTED, True, "Admitted", "The workload is admitted")
@@ -82,27 +94,28 @@ def admitted(workload: Mapping[str, Any], admission: Mapping[str, Any], *, now: 
     status["admission"] = copy.deepcopy(dict(admission))
     status["conditions"] = conds
     # The requeue count survives readmission (the backoff keeps growing); the time to wait for is spent.
-    requeue = dict(status.get("requeueState") or {})
+    requeue = dict(record.requeue_state)
     requeue.pop("requeueAt", None)
     if requeue:
         status["requeueState"] = requeue
     else:
         status.pop("requeueState", None)
-    return _with_status(workload, status)
+    return _with_status(record, status)
 
 
-def pending(workload: Mapping[str, Any], *, reason: str, message: str, now: datetime.datetime) -> JSON | None:
+def pending(workload: ObjectLike, *, reason: str, message: str, now: datetime.datetime) -> JSON | None:
     """QuotaReserved=False with the scheduler's reason; None when that is already what the Workload says."""
-    conds = _conds(workload)
+    record = _record(workload)
+    conds = _conds(record)
     if conditions.same(conds, kind=COND_QUOTA_RESERVED, status=False, reason=reason, message=message):
         return None
-    status = copy.deepcopy(dict(workload.get("status") or {}))
+    status = _status(record)
     status["conditions"] = _set(conds, now, COND_QUOTA_RESERVED, False, reason, message)
-    return _with_status(workload, status)
+    return _with_status(record, status)
 
 
 def evicted(
-    workload: Mapping[str, Any],
+    workload: ObjectLike,
     *,
     reason: str,
     message: str,
@@ -110,54 +123,55 @@ def evicted(
     preempted_reason: str | None = None,
 ) -> JSON:
     """Evicted=True (and Preempted=True when preempted): the job must stop before the quota is released."""
-    status = copy.deepcopy(dict(workload.get("status") or {}))
-    conds = _set(_conds(workload), now, COND_EVICTED, True, reason, message)
+    record = _record(workload)
+    status = _status(record)
+    conds = _set(_conds(record), now, COND_EVICTED, True, reason, message)
     if preempted_reason is not None:
         conds = _set(conds, now, COND_PREEMPTED, True, preempted_reason, message)
     status["conditions"] = conds
-    return _with_status(workload, status)
+    return _with_status(record, status)
 
 
-def released(workload: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
+def released(workload: ObjectLike, *, now: datetime.datetime) -> JSON:
     """The evicted workload's quota given back: no admission, QuotaReserved/Admitted False, Requeued set."""
-    status = copy.deepcopy(dict(workload.get("status") or {}))
-    evict = conditions.find(_conds(workload), COND_EVICTED)
+    record = _record(workload)
+    status = _status(record)
+    evict = conditions.find(_conds(record), COND_EVICTED)
     reason = str((evict or {}).get("reason") or "Evicted")
     status.pop("admission", None)
-    conds = _set(_conds(workload), now, COND_QUOTA_RESERVED, False, REASON_PENDING_EVALUATION, "Evicted: " + reason)
+    conds = _set(_conds(record), now, COND_QUOTA_RESERVED, False, REASON_PENDING_EVALUATION, "Evicted: " + reason)
     conds = _set(conds, now, COND_ADMITTED, False, "NoReservation", "The workload has no reservation")
-    active = (workload.get("spec") or {}).get("active", True)
+    active = record.active
     if active and reason in REQUEUE_AT_ONCE:
         conds = _set(conds, now, COND_REQUEUED, True, reason, "Requeued after eviction")
     elif active and reason == "PodsReadyTimeout":
-        at = ((workload.get("status") or {}).get("requeueState") or {}).get("requeueAt", "")
+        at = record.requeue_state.get("requeueAt", "")
         conds = _set(conds, now, COND_REQUEUED, False, reason, f"Requeued with backoff: waits until {at}")
     else:
         conds = _set(conds, now, COND_REQUEUED, False, reason, "Not requeued: " + reason)
     status["conditions"] = conds
-    return _with_status(workload, status)
+    return _with_status(record, status)
 
 
-def pods_ready(workload: Mapping[str, Any], *, ready: bool, now: datetime.datetime) -> JSON | None:
+def pods_ready(workload: ObjectLike, *, ready: bool, now: datetime.datetime) -> JSON | None:
     """PodsReady as observed on the job; None when the Workload already says so."""
+    record = _record(workload)
     reason, message = (
         ("Started", "All pods are ready or succeeded") if ready else ("WaitForStart", "Not all pods are ready")
     )
-    conds = _conds(workload)
+    conds = _conds(record)
     if conditions.same(conds, kind=COND_PODS_READY, status=ready, reason=reason, message=message):
         return None
-    status = copy.deepcopy(dict(workload.get("status") or {}))
+    status = _status(record)
     status["conditions"] = _set(conds, now, COND_PODS_READY, ready, reason, message)
-    return _with_status(workload, status)
+    return _with_status(record, status)
 
 
-def requeue_count(workload: Mapping[str, Any]) -> int:
-    return int(((workload.get("status") or {}).get("requeueState") or {}).get("count") or 0)
+def requeue_count(workload: ObjectLike) -> int:
+    return int(_record(workload).requeue_state.get("count") or 0)
 
 
-def timed_out(
-    workload: Mapping[str, Any], *, message: str, requeue_at: datetime.datetime, now: datetime.datetime
-) -> JSON:
+def timed_out(workload: ObjectLike, *, message: str, requeue_at: datetime.datetime, now: datetime.datetime) -> JSON:
     """Evicted for PodsReadyTimeout, with the requeue count raised and the time it may queue again."""
     result = evicted(workload, reason="PodsReadyTimeout", message=message, now=now)
     result["status"]["requeueState"] = {
@@ -167,24 +181,27 @@ def timed_out(
     return result
 
 
-def finished(workload: Mapping[str, Any], *, succeeded: bool, message: str, now: datetime.datetime) -> JSON:
-    status = copy.deepcopy(dict(workload.get("status") or {}))
+def finished(workload: ObjectLike, *, succeeded: bool, message: str, now: datetime.datetime) -> JSON:
+    record = _record(workload)
+    status = _status(record)
     reason = "Succeeded" if succeeded else "Failed"
-    status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, reason, message)
-    return _with_status(workload, status)
+    status["conditions"] = _set(_conds(record), now, COND_FINISHED, True, reason, message)
+    return _with_status(record, status)
 
 
-def failed_to_start(workload: Mapping[str, Any], *, message: str, now: datetime.datetime) -> JSON:
+def failed_to_start(workload: ObjectLike, *, message: str, now: datetime.datetime) -> JSON:
     """The admission cannot be applied to the job (e.g. its nodeSelector contradicts the flavor): finish it."""
-    status = copy.deepcopy(dict(workload.get("status") or {}))
-    status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, "FailedToStart", message)
-    return _with_status(workload, status)
+    record = _record(workload)
+    status = _status(record)
+    status["conditions"] = _set(_conds(record), now, COND_FINISHED, True, "FailedToStart", message)
+    return _with_status(record, status)
 
 
-def controlling_owner(workload: Mapping[str, Any]) -> JSON | None:
+def controlling_owner(workload: ObjectLike) -> JSON | None:
     """The object that owns ``workload`` (its Job), in the shape events and lookups need; None for a bare one."""
-    meta = workload.get("metadata") or {}
-    for owner in meta.get("ownerReferences") or []:
+    record = _record(workload)
+    meta = record.metadata
+    for owner in record.owner_references:
         if owner.get("controller"):
             return {
                 "apiVersion": owner.get("apiVersion"),
