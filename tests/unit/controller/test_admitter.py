@@ -12,6 +12,7 @@ from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_flavor, make_job
 from webhook.api import constants
 from webhook.controller.admitter import Admitter
+from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.watches import build_cache
 from webhook.jobs import batch_job
@@ -43,20 +44,30 @@ def make_local_queue(namespace: str, name: str, cluster_queue: str) -> dict[str,
     }
 
 
-async def test_a_waiting_job_is_told_why_through_an_event_on_the_job() -> None:
-    kube = FakeKube(clock=lambda: NOW)
-    job = await kube.create(r.JOB, make_job("train", namespace="team-a", queue="q", parallelism=4))
-    workload = batch_job.workload_for(job, priority=0)
+async def create_queues(kube: FakeKube, *, cpu: str) -> None:
+    """ResourceFlavor default, ClusterQueue cq with ``cpu`` of it, LocalQueue team-a/q pointing at cq."""
     for resource, obj in (
         (r.RESOURCE_FLAVOR, make_flavor("default")),
-        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="2")),
+        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu=cpu)),
         (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
-        (r.WORKLOAD, workload),
     ):
         await kube.create(resource, obj)
+
+
+async def four_pods_on_two_cpus() -> tuple[FakeKube, ClusterCache, dict[str, Any]]:
+    """A Job of 4 one-CPU pods queued in a ClusterQueue of 2 CPU (it can never fit), its Workload, and the cache."""
+    kube = FakeKube(clock=lambda: NOW)
+    job = await kube.create(r.JOB, make_job("train", namespace="team-a", queue="q", parallelism=4))
+    await create_queues(kube, cpu="2")
+    await kube.create(r.WORKLOAD, batch_job.workload_for(job, priority=0))
     cache = build_cache()
     for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
         cache.replace(resource, kube.objects(resource))
+    return kube, cache, job
+
+
+async def test_a_waiting_job_is_told_why_through_an_event_on_the_job() -> None:
+    kube, cache, job = await four_pods_on_two_cpus()
 
     await Admitter(kube, cache, events=EventRecorder(kube)).run_pass(NOW)
 
@@ -72,18 +83,7 @@ async def test_a_waiting_job_is_told_why_through_an_event_on_the_job() -> None:
 
 
 async def test_a_waiting_reason_whose_numbers_moved_is_rewritten_at_most_once_per_refresh() -> None:
-    kube = FakeKube(clock=lambda: NOW)
-    job = await kube.create(r.JOB, make_job("train", namespace="team-a", queue="q", parallelism=4))
-    for resource, obj in (
-        (r.RESOURCE_FLAVOR, make_flavor("default")),
-        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="2")),
-        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
-        (r.WORKLOAD, batch_job.workload_for(job, priority=0)),
-    ):
-        await kube.create(resource, obj)
-    cache = build_cache()
-    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
-        cache.replace(resource, kube.objects(resource))
+    kube, cache, _ = await four_pods_on_two_cpus()
     admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_refresh=timedelta(seconds=15))
 
     def message() -> str:
@@ -106,18 +106,7 @@ async def test_a_waiting_reason_whose_numbers_moved_is_rewritten_at_most_once_pe
 
 
 async def test_a_reason_someone_else_removed_is_written_again_on_the_next_pass() -> None:
-    kube = FakeKube(clock=lambda: NOW)
-    job = await kube.create(r.JOB, make_job("train", namespace="team-a", queue="q", parallelism=4))
-    for resource, obj in (
-        (r.RESOURCE_FLAVOR, make_flavor("default")),
-        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="2")),
-        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
-        (r.WORKLOAD, batch_job.workload_for(job, priority=0)),
-    ):
-        await kube.create(resource, obj)
-    cache = build_cache()
-    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
-        cache.replace(resource, kube.objects(resource))
+    kube, cache, _ = await four_pods_on_two_cpus()
 
     def reasons() -> list[str]:
         (stored,) = kube.objects(r.WORKLOAD)
@@ -142,12 +131,7 @@ async def test_a_reason_someone_else_removed_is_written_again_on_the_next_pass()
 
 async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None:
     kube = FakeKube(clock=lambda: NOW)
-    for resource, obj in (
-        (r.RESOURCE_FLAVOR, make_flavor("default")),
-        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="1")),
-        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
-    ):
-        await kube.create(resource, obj)
+    await create_queues(kube, cpu="1")
     for i in range(4):  # one pod of 1 CPU each: one runs, three wait
         job = make_job(f"j{i}", namespace="team-a", queue="q", parallelism=1)
         await kube.create(r.WORKLOAD, batch_job.workload_for(await kube.create(r.JOB, job), priority=0))
@@ -183,12 +167,7 @@ async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None
 
 async def test_a_queue_is_parsed_again_only_when_its_version_changes() -> None:
     kube = FakeKube(clock=lambda: NOW)
-    for resource, obj in (
-        (r.RESOURCE_FLAVOR, make_flavor("default")),
-        (r.CLUSTER_QUEUE, make_cluster_queue("cq", flavor="default", cpu="2")),
-        (r.LOCAL_QUEUE, make_local_queue("team-a", "q", "cq")),
-    ):
-        await kube.create(resource, obj)
+    await create_queues(kube, cpu="2")
     cache = build_cache()
     for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE):
         cache.replace(resource, kube.objects(resource))
