@@ -198,6 +198,13 @@ class Watch:
                 self.read_errors += 1
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
 
+    def keep_watching(self, samples: int, *, timeout: float = 30.0) -> None:
+        """Go on until the thread has taken ``samples`` samples: a test that asserts something *keeps* holding
+        watches for a while, however fast its own steps were."""
+        deadline = time.monotonic() + timeout
+        while self.samples < samples and time.monotonic() < deadline:
+            time.sleep(self.interval / 3)
+
     def assert_held(self, *, min_samples: int = 3) -> None:
         self.sample()
         assert self.problems == [], "the quota invariant broke:\n" + "\n".join(self.problems[:20])

@@ -436,8 +436,9 @@ def test_row8_an_unlabelled_job_created_while_turnstile_is_down_is_queued_once_i
     with env.watch() as watch:
         queued = waiting(env.cluster, env.namespace, "sneaky", text="needs 6")
         assert queued["spec"]["queueName"] == "default"
+        watch.keep_watching(6)  # it stays queued: about a second of samples, whatever the steps above took
         assert get(env.cluster, "job", "sneaky", env.namespace)["spec"]["suspend"] is True
-    watch.assert_held()
+    watch.assert_held(min_samples=6)
 
 
 # -- row 9 ------------------------------------------------------------------------------------------------
