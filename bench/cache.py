@@ -210,7 +210,7 @@ async def cache_figures(items: int) -> None:
             async with ApiServerKube(kubeconfig=kubeconfig(Path(tmp), port)) as kube:
                 print(f"client ready:           {rss()}")
                 cache = ClusterCache([r.WORKLOAD])
-                informer = Informer(kube, WatchSpec(r.WORKLOAD), cache)
+                informer = Informer(kube, WatchSpec(r.WORKLOAD), cache, each=cache.stored_form)
                 started, gcs = time.perf_counter(), collections()
                 task = asyncio.create_task(informer.run())
                 await informer.wait_synced()
