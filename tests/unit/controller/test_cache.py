@@ -255,3 +255,17 @@ def test_a_workload_is_decoded_once_per_version_stored(monkeypatch: pytest.Monke
     cache.apply(r.WORKLOAD, "DELETED", second)
     assert cache.typed_workload(second) is not None
     assert decoded[-1] == "2", "a deleted Workload's typed value is forgotten with it"
+
+
+def test_equal_values_of_objects_stored_through_any_feed_are_one_object() -> None:
+    cache = synced_cache()
+    spec = {"queueName": "q", "podSets": [{"name": "main", "count": 1}]}
+    listed, watched, written = (obj(n, namespace="ns", spec={**spec}) for n in ("a", "b", "c"))
+    cache.replace(r.WORKLOAD, [listed])
+    cache.apply(r.WORKLOAD, "ADDED", watched)
+    assert cache.observe(r.WORKLOAD, written)
+    kept = [cache.workload("ns", n) for n in ("a", "b", "c")]
+    assert all(k is not None and k["spec"] == spec for k in kept)
+    assert kept[0] is not None and kept[1] is not None and kept[2] is not None
+    assert kept[0]["spec"] is kept[1]["spec"] is kept[2]["spec"]
+    assert cache.stored_form(listed)["spec"] is kept[0]["spec"], "a list's pages may be taken in their stored form"
