@@ -264,8 +264,31 @@ def test_equal_values_of_objects_stored_through_any_feed_are_one_object() -> Non
     cache.replace(r.WORKLOAD, [listed])
     cache.apply(r.WORKLOAD, "ADDED", watched)
     assert cache.observe(r.WORKLOAD, written)
-    kept = [cache.workload("ns", n) for n in ("a", "b", "c")]
-    assert all(k is not None and k["spec"] == spec for k in kept)
-    assert kept[0] is not None and kept[1] is not None and kept[2] is not None
+    kept = [k for n in ("a", "b", "c") if (k := cache.workload("ns", n)) is not None]
+    assert [k["spec"] for k in kept] == [spec, spec, spec]
     assert kept[0]["spec"] is kept[1]["spec"] is kept[2]["spec"]
     assert cache.stored_form(listed)["spec"] is kept[0]["spec"], "a list's pages may be taken in their stored form"
+
+
+def test_a_stored_form_is_taken_in_as_it_is_and_anything_else_is_copied() -> None:
+    cache = synced_cache()
+    managed = {"managedFields": [{"manager": "turnstile"}]}
+    formed = cache.stored_form(obj("a", namespace="ns", meta=managed))
+    raw = obj("b", namespace="ns", meta=managed)
+    cache.replace(r.WORKLOAD, [formed, raw])
+    assert cache.workload("ns", "a") is formed, "not copied a second time"
+    assert "managedFields" not in formed["metadata"]
+    kept = cache.workload("ns", "b")
+    assert kept is not raw
+    assert kept is not None
+    assert "managedFields" not in kept["metadata"]
+
+
+def test_a_stored_form_a_replace_did_not_take_is_copied_when_it_comes_later() -> None:
+    cache = synced_cache()
+    formed = cache.stored_form(workload("a"))
+    cache.replace(r.WORKLOAD, [])
+    cache.replace(r.WORKLOAD, [formed])
+    kept = cache.workload("ns", "a")
+    assert kept == formed
+    assert kept is not formed, "forms are forgotten by the replace after them"
