@@ -107,9 +107,6 @@ class Admitter:
         self._pending_positions = pending_positions
         self._pending_refresh = pending_refresh
         self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
-        # Per pending Workload: the cached object last compared with its reason, the reason and detail compared,
-        # and whether it said them. A deep backlog decides the same for 10,000 unchanged objects every pass.
-        self._shown: dict[Key, tuple[Object, str, str, bool]] = {}
         # Parsing is the costly part of a snapshot; objects are re-parsed only when their version changes.
         self._parsed: dict[Key, tuple[str, Workload | None]] = {}
         self._parsed_queues: dict[str, dict[Key, tuple[str, Any]]] = {}  # by kind, as ``_parsed``
@@ -484,7 +481,6 @@ class Admitter:
         writes: list[Awaitable[None]] = []
         waiting = {p.workload for p in pending}
         self._pending_written = {k: t for k, t in self._pending_written.items() if k in waiting}
-        self._shown = {k: v for k, v in self._shown.items() if k in waiting}
         front = self._pending_positions
         in_front = [p for p in pending if p.position is None or p.position <= front]
         for decision in sorted(in_front, key=_heads_first):
@@ -492,7 +488,7 @@ class Admitter:
                 self._pending_owed = True  # the rest in a later pass, from this decision if nothing changes
                 break
             obj = self._cache.workload(*decision.workload)
-            if obj is None or self._already_says(obj, decision):
+            if obj is None or _says(obj, decision):
                 continue
             last = self._pending_written.get(decision.workload)
             if last is not None and now - last < self._pending_refresh and _says_reason(obj, decision):
@@ -503,16 +499,6 @@ class Admitter:
                 self._pending_written[decision.workload] = now
                 writes.append(self._write_pending(body, decision, now))
         return writes
-
-    def _already_says(self, obj: Object, decision: PendingDecision) -> bool:
-        """``_says``, remembered while the cached object and the decision's reason and detail stay the same."""
-        key, reason, detail = decision.workload, decision.reason, decision.detail
-        shown = self._shown.get(key)
-        if shown is not None and shown[0] is obj and shown[1] == reason and shown[2] == detail:
-            return shown[3]
-        says = _says(obj, decision)
-        self._shown[key] = (obj, reason, detail, says)
-        return says
 
     async def _write_pending(self, body: Object, decision: PendingDecision, now: datetime.datetime) -> None:
         try:
