@@ -57,6 +57,8 @@ POD_PRIORITY_CLASS_SOURCE: Final = "scheduling.k8s.io/priorityclass"
 REASON_QUOTA_RESERVED: Final = "QuotaReserved"
 REASON_PENDING: Final = "Pending"
 REASON_PENDING_EVALUATION: Final = "PendingEvaluation"
+# Pending reasons are written on the Workloads of the first this many waiting in each ClusterQueue (Kueue: the heads).
+PENDING_REASON_POSITIONS: Final = 10
 REASON_WAITING_FOR_QUOTA: Final = "WaitingForQuota"
 REASON_NO_MATCHING_FLAVOR: Final = "NoMatchingFlavor"
 REASON_EXCEEDS_MAX_QUOTA: Final = "ExceedsMaxQuota"

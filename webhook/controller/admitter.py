@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from webhook.api import conditions
 from webhook.api.clusterqueue import parse_cluster_queue
 from webhook.api.cohort import parse_cohort
-from webhook.api.constants import COND_EVICTED, COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION
+from webhook.api.constants import COND_EVICTED, COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION, PENDING_REASON_POSITIONS
 from webhook.api.flavor import parse_resource_flavor
 from webhook.api.localqueue import parse_local_queue
 from webhook.api.workload import Workload, parse_admission, parse_workload
@@ -71,7 +71,7 @@ class Admitter:
         metrics: QueueMetrics | None = None,
         write_concurrency: int = 32,
         pending_writes_per_pass: int = 200,
-        pending_positions: int = 10,
+        pending_positions: int = PENDING_REASON_POSITIONS,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,

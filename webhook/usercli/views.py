@@ -238,7 +238,7 @@ def workload_state(wl: Obj) -> tuple[str, str, str]:
         return (
             "Pending",
             constants.REASON_PENDING_EVALUATION,
-            "no reason written yet (new, or behind the first 10 in its queue)",
+            f"no reason written yet (new, or behind the first {constants.PENDING_REASON_POSITIONS} in its queue)",
         )
     return "Pending", str(cond.get("reason", constants.REASON_PENDING)), str(cond.get("message", ""))
 
