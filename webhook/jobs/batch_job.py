@@ -8,7 +8,6 @@ object as the API server sent it, decoded on entry; what is written is a copy of
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ from webhook.api.constants import (
     MAX_EXEC_TIME_LABEL,
     STOPPING_ANNOTATION,
 )
+from webhook.api.copies import writable
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
 from webhook.api.views import BatchJob, ObjectLike, PodTemplateView, WorkloadRecord, view_of
@@ -184,7 +184,7 @@ def _pod_excess(template: PodTemplateView, usage: Mapping[str, Any], count: int)
 def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count: int | None = None) -> JSON:
     """The Job unsuspended, with the admitted flavors injected into its template."""
     view = view_of(BatchJob, job)
-    result = copy.deepcopy(dict(view.raw))
+    result = writable(view.raw)
     spec = result["spec"]
     info = infos.get(DEFAULT_PODSET_NAME)
     if info is not None:
@@ -200,7 +200,7 @@ def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count
 
 def suspended(job: ObjectLike) -> JSON:
     """Step 1 of stopping: the Job suspended and marked as stopping (its pods are being removed)."""
-    result = copy.deepcopy(dict(view_of(BatchJob, job).raw))
+    result = writable(view_of(BatchJob, job).raw)
     result["spec"]["suspend"] = True
     result["metadata"].setdefault("annotations", {})[STOPPING_ANNOTATION] = "true"
     return result
@@ -228,7 +228,7 @@ def template_mutable(job: ObjectLike) -> bool:
 
 def restored(job: ObjectLike, workload: ObjectLike) -> JSON:
     """Step 2 of stopping (after ``status.startTime`` is cleared): the template and parallelism as recorded."""
-    result = copy.deepcopy(dict(view_of(BatchJob, job).raw))
+    result = writable(view_of(BatchJob, job).raw)
     recorded = view_of(WorkloadRecord, workload).pod_sets
     if recorded:
         original = recorded[0]

@@ -9,7 +9,6 @@ view or the object as the API server sent it (decoded on entry), and writes copy
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from webhook.api.constants import (
     STOPPING_ANNOTATION,
     WORKLOAD_NAME_ANNOTATION,
 )
+from webhook.api.copies import writable
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
 from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
@@ -72,7 +72,7 @@ def is_suspended(job: ObjectLike) -> bool:
 
 
 def suspended(job: ObjectLike) -> JSON:
-    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
+    result = writable(view_of(ObjectView, job).raw)
     result.setdefault("spec", {})["suspend"] = True
     result["metadata"].setdefault("annotations", {})[STOPPING_ANNOTATION] = "true"
     return result
@@ -83,7 +83,7 @@ def is_stopping(job: ObjectLike) -> bool:
 
 
 def released(job: ObjectLike, slots: Sequence[TemplateSlot], infos: Mapping[str, PodSetInfo]) -> JSON:
-    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
+    result = writable(view_of(ObjectView, job).raw)
     for slot in slots:
         info = infos.get(slot.name)
         if info is not None:
@@ -94,7 +94,7 @@ def released(job: ObjectLike, slots: Sequence[TemplateSlot], infos: Mapping[str,
 
 
 def restored(job: ObjectLike, slots: Sequence[TemplateSlot], workload: ObjectLike) -> JSON:
-    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
+    result = writable(view_of(ObjectView, job).raw)
     recorded = {p.name: p for p in view_of(WorkloadRecord, workload).pod_sets}
     for slot in slots:
         original = recorded.get(slot.name)
@@ -213,7 +213,7 @@ def is_stamped(job: ObjectLike) -> bool:
 def adopted(job: ObjectLike, *, queue: str | None, workload_name: str) -> JSON:
     """What the mutating webhook would have made of ``job``: queue label (when there is one), the Workload
     stamp, and suspended (its controller removes any pods it already created)."""
-    result = copy.deepcopy(dict(view_of(ObjectView, job).raw))
+    result = writable(view_of(ObjectView, job).raw)
     meta = result["metadata"]
     if queue:
         meta.setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
@@ -238,7 +238,7 @@ def job_workload_name(job: ObjectLike, kind: JobKind) -> str:
 
 def adopted_prebuilt(workload: ObjectLike, job: ObjectLike, kind: JobKind) -> JSON:
     """A prebuilt Workload made the job's own (as Kueue does): a controller owner reference and the job UID label."""
-    result = copy.deepcopy(dict(view_of(ObjectView, workload).raw))
+    result = writable(view_of(ObjectView, workload).raw)
     meta, owner_job = result["metadata"], view_of(ObjectView, job)
     owner = {
         "apiVersion": kind.api_version,
