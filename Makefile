@@ -101,6 +101,14 @@ bench-baseline: $(STAMP) controlplane
 	bash hack/build-kueue.sh >/dev/null
 	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.baseline --against kueue $(BASELINE_ARGS)
 
+# Memory of the controller holding 50,000 pending Workloads (a few admitted), per process, RSS and PSS, beside
+# minimalkueue (bench/backlog.py). BACKLOG_ARGS, e.g. "--workloads 10000".
+BACKLOG_ARGS ?=
+.PHONY: bench-backlog
+bench-backlog: $(STAMP) controlplane
+	bash hack/build-kueue.sh >/dev/null
+	TURNSTILE_BIN_DIR=$$(bash hack/build-control-plane.sh) $(BIN)/python -m bench.backlog --against kueue $(BACKLOG_ARGS)
+
 # One deep ClusterQueue of 10,000 pending Workloads drained, against the API server's rate for the same writes
 # (bench/drain.py), Turnstile beside minimalkueue. DRAIN_ARGS, e.g. "--workloads 2000".
 DRAIN_ARGS ?=
