@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from webhook.api.views import ObjectView, Pod
 from webhook.controller.cache import Change, ClusterCache
 from webhook.controller.workqueue import WorkQueue
 from webhook.jobs import pod_group, registry, suspendable
@@ -147,7 +148,7 @@ class ChangeRouter:
         for obj in (change.old, change.new):
             if obj is None:
                 continue
-            group = adapter.pod_group(obj, change.key.namespace)
+            group = adapter.pod_group(self._cache.view(change.resource, obj, adapter.view), change.key.namespace)
             if group:
                 self.groups.add(ObjectKey(change.key.namespace, group))
             uid = _meta(obj).get("uid")
@@ -159,7 +160,13 @@ class ChangeRouter:
     def _index_job(self, resource: Resource, key: ObjectKey, job: Object, *, add: bool) -> None:
         ref = (resource, key)
         entries: list[tuple[dict[Any, set[JobRef]], Any]] = [
-            (self._by_workload, ObjectKey(key.namespace, suspendable.job_workload_name(job, self._kinds[resource])))
+            (
+                self._by_workload,
+                ObjectKey(
+                    key.namespace,
+                    suspendable.job_workload_name(self._cache.view(resource, job, ObjectView), self._kinds[resource]),
+                ),
+            )
         ]
         for owner in _meta(job).get("ownerReferences") or []:
             if owner.get("controller") and owner.get("uid"):
@@ -173,7 +180,7 @@ class ChangeRouter:
                     del index[at]
 
     def _index_pod(self, key: ObjectKey, pod: Object, *, add: bool) -> ObjectKey:
-        group = ObjectKey(key.namespace, pod_group.workload_name([pod]))
+        group = ObjectKey(key.namespace, pod_group.workload_name([self._cache.view(POD, pod, Pod)]))
         if add:
             self._group_pods.setdefault(group, set()).add(key)
         elif group in self._group_pods:
