@@ -381,7 +381,10 @@ class ClusterCache:
         """What the API server adds to pods in ``namespace`` (LimitRange defaults, RuntimeClass overhead)."""
         limit_ranges = list(self.items(r.LIMIT_RANGE, namespace)) if r.LIMIT_RANGE in self._stores else []
         classes = list(self.items(r.RUNTIME_CLASS)) if r.RUNTIME_CLASS in self._stores else []
-        return PodDefaults(limit_ranges=limit_ranges, overheads=runtime_overheads(classes))
+        return PodDefaults(
+            limit_ranges=[self.view(r.LIMIT_RANGE, lr, ObjectView) for lr in limit_ranges],
+            overheads=runtime_overheads([self.view(r.RUNTIME_CLASS, rc, ObjectView) for rc in classes]),
+        )
 
     # -- ClusterView (webhook.admission.view) ---------------------------------------------------
 
