@@ -101,8 +101,9 @@ class ClusterCache:
         self._woken = asyncio.Event()
         self._journals: list[ChangeJournal] = []
         self._listeners: list[Callable[[Change, bool], None]] = []
-        # The view of a stored object, made on first read (``view``), dropped when the object changes.
-        self._views: dict[KIND_KEY, ObjectView] = {}
+        # The view of a stored object, by the object's id, made on first read (``view``) and dropped when that
+        # object is replaced or deleted (an entry holds its object, so the id cannot be reused while it exists).
+        self._views: dict[int, ObjectView] = {}
         self.listen(self._forget_view)
 
     # -- feeding (InformerSink) -----------------------------------------------------------------
@@ -318,20 +319,20 @@ class ClusterCache:
         """``obj`` read through its typed view, a ``kind`` (``webhook.api.views``): made once per version stored,
         then shared until that object changes (an object that is not the stored one is viewed each time). Asked
         as a narrower kind than remembered (a ``BatchJob`` of a generic ``ObjectView``), the narrower is kept."""
-        key = key_of(obj)
-        memo = self._views.get((resource, key))
+        memo = self._views.get(id(obj))
         if memo is not None and memo.raw is obj:
             if isinstance(memo, kind):
                 return memo
             view = view_of(kind, memo)
         else:
             view = kind.of(obj)
-        if self._stores.get(resource, {}).get(key) is obj:
-            self._views[(resource, key)] = view
+        if self._stores.get(resource, {}).get(key_of(obj)) is obj:
+            self._views[id(obj)] = view
         return view
 
     def _forget_view(self, change: Change, quiet: bool) -> None:
-        self._views.pop((change.resource, change.key), None)
+        if change.old is not None:
+            self._views.pop(id(change.old), None)
 
     def workloads_owned_by(self, uid: str) -> list[Object]:
         """Workloads whose ownerReferences name this uid (a Job's, a Pod's)."""
