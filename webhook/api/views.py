@@ -3,9 +3,9 @@
 Owns: ``ObjectView`` (any object: the metadata every object has, its ``spec`` and ``status`` as mappings),
 ``PodTemplateView``, and the views of the kinds read by more than their name: ``BatchJob`` (a batch/v1 Job's
 counts and states as the Job controller reports them), ``Pod`` (gates, phase, readiness, deletion) and
-``WorkloadRecord`` (a Workload as a job adapter reads it: its pod sets with their templates as recorded, its
-admission's assignments, conditions, activeness and requeue state; unlike ``webhook.api.model.Workload``, the
-controller's decoded Workload without templates, quantities stay strings until a rule parses them).
+``WorkloadRecord`` (a Workload whole, as what writes it or compares a job with it reads it: its pod sets with their
+templates as recorded, its admission's assignments, conditions, activeness and requeue state; the split with
+``webhook.api.model.Workload``, which decisions read, is explained there).
 The views are frozen ``msgspec`` Structs (the style of ``webhook.api.model``; a Struct is built ~3x faster than a
 frozen slotted dataclass). A view wraps the object as the API server sends it and splits it once into its
 sections; its accessors read with the tolerance of the ``.get(...) or {}`` code they replace (a missing, null or

@@ -23,7 +23,9 @@ Every write carries the resourceVersion read, and its result goes straight into 
 does not repeat it. A job whose controller owner is itself an enabled kind (a JobSet's Jobs) is left to that
 owner. Steps 3-7 are the state machine all kinds share, taken by ``webhook.controller.statemachine`` (pod groups'
 too); this module is the mechanism of kinds suspended as a whole (``_Suspended``: what each step does to the job)
-and steps 0-2; what each step means for the kind is the adapter's.
+and steps 0-2; what each step means for the kind is the adapter's. The job and its Workload are read through their
+views (``ClusterCache.view``: made once per stored version; a Workload as ``WorkloadRecord``, since its writes copy
+it whole), never as dicts; the dicts go only to the client and the event recorder.
 """
 
 from __future__ import annotations

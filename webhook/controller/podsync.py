@@ -17,7 +17,8 @@ again at the new size, since an admitted Workload's pod sets are fixed; scaled t
 Workload the owner kept (step 4) is deleted.
 Steps 2-4 are the state machine every kind shares, taken by ``webhook.controller.statemachine`` (as ``JobSync``'s
 steps 3-7): here is only what each step does to pods (``_Gated``, the gate-per-pod mechanism) and step 1.
-Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
+Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes. Pods, their owner and the Workload
+are read through their views (``ClusterCache.view``, made once per stored version).
 """
 
 from __future__ import annotations

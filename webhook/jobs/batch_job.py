@@ -2,8 +2,9 @@
 
 Pure transformations of Job and Workload objects. The reconciler decides *when* to call them and writes the
 results with optimistic concurrency; nothing here talks to the API server. A Job is read through its typed view
-(``webhook.api.views.BatchJob``, a Workload through ``WorkloadRecord``): each function takes a view or the
-object as the API server sent it, decoded on entry; what is written is a copy of the whole object.
+(``webhook.api.views.BatchJob``, a Workload through ``WorkloadRecord``), made once by the caller; a generic
+``ObjectView`` is read as a ``BatchJob`` without splitting the object again. What is written is a copy of the
+whole object.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Owns: the owned Workload a job gets, the stopping mark, injecting and restoring every pod template of a job
 given where its templates live, and the per-pod-set admission check. A kind module describes its templates as
 ``TemplateSlot``s (a pod set name, a path to its pod template and its pod count) and calls these. Pure.
-Reads go through the typed views of ``webhook.api`` (``ObjectView``, ``WorkloadRecord``); each function takes a
-view or the object as the API server sent it (decoded on entry), and writes copy the object whole.
+Reads go through the typed views of ``webhook.api`` (``ObjectView``, ``WorkloadRecord``), which each function
+takes (its caller made them once, at its edge); writes copy the object whole.
 """
 
 from __future__ import annotations
