@@ -16,7 +16,7 @@ import copy
 import datetime
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -36,8 +36,6 @@ from webhook.jobs.naming import pod_workload_name
 from webhook.jobs.podset import PodSetInfo, PodSetMergeError
 
 JSON = dict[str, Any]
-# A pod given to a function that hands some of its pods back: they come back as they were given (dict or view).
-P = TypeVar("P", bound=Pod)
 
 
 def group_of(pod: Pod) -> str:
@@ -77,7 +75,7 @@ def is_terminal(pod: Pod) -> bool:
     return pod.terminal
 
 
-def running(pods: Sequence[P]) -> list[P]:
+def running(pods: Sequence[Pod]) -> list[Pod]:
     """The group's pods released and not ended: what holds nodes."""
     return [p for p in pods if not is_gated(p) and not is_terminal(p)]
 
@@ -90,15 +88,14 @@ def is_leaving(pod: Pod) -> bool:
 def still_running(pod: Pod, now: datetime.datetime) -> bool:
     """A deleted pod that still holds its node: Running until its kubelet has stopped it, as Kueue counts a
     group active (its quota stays) unless the pod is stuck past its grace period (a lost node)."""
-    view = pod
-    deleted = view.deletion_timestamp
-    if deleted is None or view.phase != "Running":
+    deleted = pod.deletion_timestamp
+    if deleted is None or pod.phase != "Running":
         return False
     try:
         deadline = parse_time(deleted)
     except ValueError:
         return True
-    return now <= deadline + datetime.timedelta(seconds=view.deletion_grace_seconds)
+    return now <= deadline + datetime.timedelta(seconds=pod.deletion_grace_seconds)
 
 
 def _counted(workload: WorkloadRecord) -> int:
@@ -181,9 +178,8 @@ def release_patch(pod: Pod, info: PodSetInfo | None) -> JSON:
     Returned as the whole new ``spec.schedulingGates``/``nodeSelector``/``tolerations`` plus the PodSet label, so
     a JSON merge patch replaces those lists exactly.
     """
-    view = pod
-    spec = view.spec
-    gates = [g for g in view.scheduling_gates if g.get("name") != ADMISSION_SCHEDULING_GATE]
+    spec = pod.spec
+    gates = [g for g in pod.scheduling_gates if g.get("name") != ADMISSION_SCHEDULING_GATE]
     new_spec: JSON = {"schedulingGates": gates or None}
     meta: JSON = {}
     if info is not None:
@@ -233,20 +229,19 @@ def count_of(workload: WorkloadRecord) -> int:
 
 def resized(workload: WorkloadRecord, *, size: int, queue: str) -> JSON:
     """A pending fast-admission group's Workload for ``size`` pods in ``queue`` (it has one PodSet)."""
-    view = workload
-    spec = dict(view.spec)
-    spec["podSets"] = [dict(ps.raw) | {"count": size} for ps in view.pod_sets]
+    spec = dict(workload.spec)
+    spec["podSets"] = [dict(ps.raw) | {"count": size} for ps in workload.pod_sets]
     spec["queueName"] = queue
-    return dict(view.raw) | {"spec": spec}
+    return dict(workload.raw) | {"spec": spec}
 
 
-def unowned(pods: Sequence[P], workload: WorkloadRecord) -> list[P]:
+def unowned(pods: Sequence[Pod], workload: WorkloadRecord) -> list[Pod]:
     """Pods of the group the Workload does not name as owners yet (they came after it, under fast admission)."""
     uids = {o.get("uid") for o in workload.owner_references}
     return [p for p in pods if p.metadata.get("uid") not in uids]
 
 
-def releasable(pods: Sequence[P], workload: WorkloadRecord) -> list[P]:
+def releasable(pods: Sequence[Pod], workload: WorkloadRecord) -> list[Pod]:
     """The gated pods admission lets go: per PodSet, no more pods running ungated than its admitted count (a group
     may hold more pods than its Workload counts: extra or replacement pods wait for one to end); a pod whose shape
     is no PodSet of the Workload is never released."""
@@ -254,7 +249,7 @@ def releasable(pods: Sequence[P], workload: WorkloadRecord) -> list[P]:
     for pod in pods:
         if not is_gated(pod) and not is_terminal(pod) and podset_of(pod) in counts:
             counts[podset_of(pod)] -= 1
-    chosen: list[P] = []
+    chosen: list[Pod] = []
     for pod in sorted(pods, key=lambda p: p.metadata.get("name", "")):
         role = podset_of(pod)
         if is_gated(pod) and counts.get(role, 0) > 0:

@@ -118,16 +118,15 @@ def workload_for(
     priority_class_source: str,
 ) -> JSON:
     """The Workload for ``job``: owned by it, with the ``resource-in-use`` finalizer (as for batch Jobs)."""
-    view = job
     spec: JSON = {"podSets": pod_sets, "priority": priority}
-    if queue := view.labels.get(QUEUE_NAME_LABEL):
+    if queue := job.labels.get(QUEUE_NAME_LABEL):
         spec["queueName"] = queue
     if priority_class_name and priority_class_source:
         spec["priorityClassRef"] = priority_class_ref_wire(priority_class_source, priority_class_name)
-    if (seconds := view.labels.get(MAX_EXEC_TIME_LABEL)) is not None:
+    if (seconds := job.labels.get(MAX_EXEC_TIME_LABEL)) is not None:
         spec["maximumExecutionTimeSeconds"] = int(seconds)
-    name = workload_name(kind=kind.kind, group=kind.group, namespace=view.namespace, name=view.name)
-    return owned_workload(view, name=name, owner_api_version=kind.api_version, owner_kind=kind.kind, spec=spec)
+    name = workload_name(kind=kind.kind, group=kind.group, namespace=job.namespace, name=job.name)
+    return owned_workload(job, name=name, owner_api_version=kind.api_version, owner_kind=kind.kind, spec=spec)
 
 
 def owned_workload(job: ObjectView, *, name: str, owner_api_version: str, owner_kind: str, spec: JSON) -> JSON:
@@ -157,10 +156,9 @@ def owned_workload(job: ObjectView, *, name: str, owner_api_version: str, owner_
 
 
 def matches_workload(job: ObjectView, expected: Sequence[Mapping[str, Any]], workload: WorkloadRecord) -> bool:
-    record = workload
-    if not record.controlled_by(job.metadata.get("uid")):
+    if not workload.controlled_by(job.metadata.get("uid")):
         return False
-    recorded = record.pod_sets
+    recorded = workload.pod_sets
     if [p.name for p in recorded] != [p["name"] for p in expected]:
         return False
     return all(
@@ -229,11 +227,10 @@ def prebuilt_workload_name(job: ObjectView) -> str | None:
 
 def job_workload_name(job: ObjectView, kind: JobKind) -> str:
     """The name of the Workload that represents ``job``: its prebuilt one, or the one Turnstile creates."""
-    view = job
-    prebuilt = prebuilt_workload_name(view)
+    prebuilt = prebuilt_workload_name(job)
     if prebuilt is not None:
         return prebuilt
-    return workload_name(kind=kind.kind, group=kind.group, namespace=view.namespace, name=view.name)
+    return workload_name(kind=kind.kind, group=kind.group, namespace=job.namespace, name=job.name)
 
 
 def adopted_prebuilt(workload: WorkloadRecord, job: ObjectView, kind: JobKind) -> JSON:
