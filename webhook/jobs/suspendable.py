@@ -236,17 +236,17 @@ def job_workload_name(job: ObjectView, kind: JobKind) -> str:
 def adopted_prebuilt(workload: WorkloadRecord, job: ObjectView, kind: JobKind) -> JSON:
     """A prebuilt Workload made the job's own (as Kueue does): a controller owner reference and the job UID label."""
     result = copy.deepcopy(dict(workload.raw))
-    meta, owner_job = result["metadata"], job
+    meta = result["metadata"]
     owner = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
-        "name": owner_job.name,
-        "uid": owner_job.uid,
+        "name": job.name,
+        "uid": job.uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
     meta["ownerReferences"] = [*(meta.get("ownerReferences") or []), owner]
-    meta.setdefault("labels", {})[JOB_UID_LABEL] = owner_job.uid
+    meta.setdefault("labels", {})[JOB_UID_LABEL] = job.uid
     return result
 
 
