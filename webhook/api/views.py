@@ -17,8 +17,9 @@ string, which a manifest read from YAML may hold). The object stays reachable as
 (the accessors are Python calls; the decode runs in C).
 Views are made once, at the edge: the controller takes each cached object's view from the cache
 (``ClusterCache.view``, one per stored version), the admission webhook from the object under review
-(``Request.view``); below that, functions take views, never dicts. ``view_of`` reads a view as another kind
-(a generic ``ObjectView`` as a ``BatchJob``) without splitting the object again.
+(``Request.view``); below that, functions take views, never dicts, but for three builders called from outside
+those edges (``ObjectLike``). ``view_of`` reads a view as another kind (a generic ``ObjectView`` as a
+``BatchJob``) without splitting the object again.
 Must not: modify the object it wraps, decide anything about admission or quota, do I/O.
 """
 
@@ -109,14 +110,20 @@ class ObjectView(_Described, frozen=True):
 
 
 _View = TypeVar("_View", bound=ObjectView)
+# A view, or the object as the API server sent it: taken only by the few builders that callers outside the
+# controller and the webhook call with the object as sent (``turnstile fit``, test set-ups): a batch Job's Workload,
+# its release, a Workload's admission. Everything else takes a view.
+ObjectLike = ObjectView | Raw
 
 
-def view_of(kind: type[_View], obj: ObjectView) -> _View:
-    """``obj`` itself when it is already a view of ``kind``; otherwise the same object read as ``kind``, from the
-    sections ``obj`` already split (nothing is decoded again)."""
+def view_of(kind: type[_View], obj: ObjectLike) -> _View:
+    """``obj`` itself when it is already a view of ``kind``; the same object read as ``kind`` when it is a view of
+    another kind, from the sections it already split (nothing is split again); else a new view of the object."""
     if isinstance(obj, kind):
         return obj
-    return kind(obj.raw, obj.metadata, obj.spec, obj.status)
+    if isinstance(obj, ObjectView):
+        return kind(obj.raw, obj.metadata, obj.spec, obj.status)
+    return kind.of(obj)
 
 
 class PodTemplateView(_Described, frozen=True):

@@ -3,7 +3,8 @@
 Pure transformations of Job and Workload objects. The reconciler decides *when* to call them and writes the
 results with optimistic concurrency; nothing here talks to the API server. A Job is read through its typed view
 (``webhook.api.views.BatchJob``, a Workload through ``WorkloadRecord``), made once by the caller; a generic
-``ObjectView`` is read as a ``BatchJob`` without splitting the object again. What is written is a copy of the
+``ObjectView`` is read as a ``BatchJob`` without splitting the object again. ``workload_for`` and ``released``
+also take the Job as sent (``ObjectLike``), for callers outside the reconciler. What is written is a copy of the
 whole object.
 """
 
@@ -21,7 +22,7 @@ from webhook.api.constants import (
 )
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
-from webhook.api.views import BatchJob, ObjectView, PodTemplateView, WorkloadRecord, view_of
+from webhook.api.views import BatchJob, ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
 from webhook.api.workload import priority_class_ref_wire
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.naming import job_workload_name
@@ -97,7 +98,7 @@ def max_execution_time(job: ObjectView) -> int | None:
 
 
 def workload_for(
-    job: ObjectView,
+    job: ObjectLike,
     *,
     priority: int,
     priority_class_name: str | None = None,
@@ -106,7 +107,8 @@ def workload_for(
 ) -> JSON:
     """The Workload that represents ``job``, owned by it (a controller owner reference), with Kueue's
     ``resource-in-use`` finalizer: while it holds quota, deleting it must not free the quota before the job
-    has stopped (the reconciler removes the finalizer then)."""
+    has stopped (the reconciler removes the finalizer then). ``job``: its view, or the Job as sent, for callers
+    outside the reconciler (``turnstile fit``)."""
     view = view_of(BatchJob, job)
     spec: JSON = {"podSets": podsets(view, defaults), "priority": priority}
     if (queue := queue_name(view)) is not None:
@@ -182,8 +184,9 @@ def _pod_excess(template: PodTemplateView, usage: Mapping[str, Any], count: int)
     return None
 
 
-def released(job: ObjectView, infos: Mapping[str, PodSetInfo], *, admitted_count: int | None = None) -> JSON:
-    """The Job unsuspended, with the admitted flavors injected into its template."""
+def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count: int | None = None) -> JSON:
+    """The Job unsuspended, with the admitted flavors injected into its template (``job``: its view, or the Job as
+    sent, for callers outside the reconciler)."""
     view = view_of(BatchJob, job)
     result = copy.deepcopy(dict(view.raw))
     spec = result["spec"]

@@ -3,8 +3,9 @@
 Each function returns a new Workload object whose ``status`` is what should be written through the status
 subresource (the caller writes it with the resourceVersion it read, so a concurrent change is a conflict, never
 a lost update). Each takes the Workload's view (``webhook.api.views.WorkloadRecord``: the object whole, since
-the write copies it), never the dict. Condition types and reasons are Kueue's; the predicates (finished,
-evicted, holds quota) are the view's, defined once in ``webhook.api.model``.
+the write copies it); only ``admitted`` also takes the dict, for callers outside the reconciler. Condition types
+and reasons are Kueue's; the predicates (finished, evicted, holds quota) are the view's, defined once in
+``webhook.api.model``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from webhook.api.constants import (
     REASON_PENDING_EVALUATION,
     REASON_QUOTA_RESERVED,
 )
-from webhook.api.views import WorkloadRecord
+from webhook.api.views import ObjectLike, WorkloadRecord, view_of
 
 JSON = dict[str, Any]
 
@@ -55,8 +56,10 @@ def _set(conds: list[JSON], now: datetime.datetime, kind: str, status: bool, rea
     return conditions.set_condition(conds, kind=kind, status=status, reason=reason, message=message, now=now)
 
 
-def admitted(workload: WorkloadRecord, admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
-    """Quota reserved and admitted in one step (Turnstile has no admission checks)."""
+def admitted(workload: ObjectLike, admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
+    """Quota reserved and admitted in one step (Turnstile has no admission checks). ``workload``: its view, or the
+    Workload as sent, for callers outside the reconciler."""
+    workload = view_of(WorkloadRecord, workload)
     status = _status(workload)
     cq = admission["clusterQueue"]
     conds = _conds(workload)
