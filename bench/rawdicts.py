@@ -4,8 +4,8 @@ Counted on the syntax tree of every ``webhook/**/*.py`` (no imports run):
 - **signatures**: ``def``/``async def`` with a parameter or return annotation naming ``dict[str, Any]`` or
   ``Mapping[str, Any]`` (anywhere inside it: ``list[dict[str, Any]]`` counts), directly or through a module's
   alias of one (``JSON = dict[str, Any]``, ``Obj = Mapping[str, Any]``, ``Object: TypeAlias = dict[str, Any]``,
-  ``Object`` imported from ``webhook.kube.objects``, and ``Raw`` imported from ``webhook.api.views``; the
-  ``ObjectLike`` alias, a view or the raw object, counted here until the controller passed views, is gone); each
+  ``Object`` imported from ``webhook.kube.objects``, and ``Raw`` or ``ObjectLike`` (a view or the raw object, now
+  taken only by three builders called from outside the reconciler) imported from ``webhook.api.views``); each
   function counts once, however many such
   annotations it has. Printed with the literal-only count (aliases not followed) beside it.
 - **``.get(...) or {}`` chains**: every ``x.get(...) or {}`` expression (an ``or`` whose first operand is a call of
@@ -25,7 +25,7 @@ RAW = {"dict[str, Any]", "Mapping[str, Any]", "typing.Mapping[str, Any]", "colle
 # Aliases defined once and imported by name elsewhere, by the module defining them.
 SHARED_ALIASES = {
     "webhook.kube.objects": {"Object", "MergePatch", "JsonPatch"},
-    "webhook.api.views": {"Raw"},
+    "webhook.api.views": {"Raw", "ObjectLike"},
 }
 
 
