@@ -191,6 +191,20 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def tree_pss(pid: int) -> int:
+    """The tree's proportional set size: each page shared by n processes counted 1/n in each, so the interpreter's
+    and libraries' pages that Turnstile's processes share are counted once in all (as a container's memory is),
+    where ``tree_rss`` counts them once per process. For one process (minimalkueue) it is close to its RSS."""
+    total = 0
+    for p in process_tree(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+    return total
+
+
 def same_niceness(pid: int) -> None:
     """Every thread of the tree at this driver's niceness.
 
@@ -289,6 +303,7 @@ class Result:
     writes: dict[str, float]  # what -> requests per Workload
     controller_cpu: float
     controller_rss: int
+    controller_pss: int
     apiserver_cpu: float
     apiserver_rss: int
     etcd_cpu: float
@@ -667,7 +682,7 @@ def run_once(
                 "etcd": cpu_seconds(etcd),
                 "driver": cpu_seconds(os.getpid()),
             }
-            peaks = {"controller": 0, "apiserver": 0}
+            peaks = {"controller": 0, "controller_pss": 0, "apiserver": 0}
 
             async def main() -> None:
                 async def sample() -> None:
@@ -675,6 +690,7 @@ def run_once(
                         if not keep_niceness:
                             same_niceness(pid)
                         peaks["controller"] = max(peaks["controller"], tree_rss(pid))
+                        peaks["controller_pss"] = max(peaks["controller_pss"], tree_pss(pid))
                         peaks["apiserver"] = max(peaks["apiserver"], tree_rss(apiserver))
                         await asyncio.sleep(0.5)
 
@@ -748,6 +764,7 @@ def run_once(
         },
         controller_cpu=cpu1["controller"] - cpu0["controller"],
         controller_rss=peaks["controller"],
+        controller_pss=peaks["controller_pss"],
         apiserver_cpu=cpu1["apiserver"] - cpu0["apiserver"],
         apiserver_rss=peaks["apiserver"],
         etcd_cpu=cpu1["etcd"] - cpu0["etcd"],
@@ -783,6 +800,7 @@ def rows(result: Result) -> Iterator[tuple[str, float]]:
     yield "controller CPU (s)", result.controller_cpu
     yield "controller CPU per 1000 admitted (s)", result.controller_cpu / max(1, result.workloads) * 1000
     yield "controller peak RSS (MiB)", result.controller_rss / 2**20
+    yield "controller peak PSS (MiB)", result.controller_pss / 2**20
     yield "kube-apiserver CPU (s)", result.apiserver_cpu
     yield "kube-apiserver peak RSS (MiB)", result.apiserver_rss / 2**20
     yield "etcd CPU (s)", result.etcd_cpu

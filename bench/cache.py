@@ -4,9 +4,10 @@ a reconciler pass decodes a Workload into the typed model.
 1. **Cache** (``--items``, default 50,000): a child process plays the API server's Workload list (pages of 500,
    ``limit``/``continue``, v1beta2 items as ``bench.decode`` builds them, with ``managedFields`` as the API server
    writes them for such an object: one entry per writer, fieldsV1 mirroring every field it set, pod template
-   included). This process lists them with the real client (``ApiServerKube``, over plain HTTP) and the real
-   ``Informer`` into the real ``ClusterCache``, then reads every Workload typed twice, as two of ``WorkloadSync``'s
-   full passes would. Printed: RSS (``VmRSS``) and peak RSS (``VmHWM``) after imports, after the list, after each
+   included; ``--unique``: with the pod template labels and times that differ between real Jobs' Workloads).
+   This process lists them with the real client (``ApiServerKube``, over plain HTTP) and the real ``Informer``
+   into the real ``ClusterCache``, then reads every Workload typed twice, as two of ``WorkloadSync``'s full
+   passes would. Printed: RSS (``VmRSS``) and peak RSS (``VmHWM``) after imports, after the list, after each
    pass, the seconds each step took and the garbage collections it ran (per generation; a full collection after
    the list is taken on its own, so the passes do not pay for the list's).
 2. **Passes** (``--pass-items``, default 2,000): the real ``Reconciler`` on the in-memory fake with that many
@@ -60,10 +61,23 @@ def fields_v1(value: Any) -> Any:
     return {}
 
 
-def stored_workload(i: int) -> dict[str, Any]:
+def distinct(wl: dict[str, Any], i: int) -> dict[str, Any]:
+    """What differs between the Workloads of real Jobs beyond their names: the labels the Job controller puts on
+    its pod template (``controller-uid``, ``job-name``), and the times, twenty Workloads created per second."""
+    when = f"2026-01-01T{i // 72000 % 24:02d}:{i // 1200 % 60:02d}:{i // 20 % 60:02d}Z"
+    wl["metadata"]["creationTimestamp"] = when
+    for condition in wl["status"]["conditions"]:
+        condition["lastTransitionTime"] = when
+    labels = wl["spec"]["podSets"][0]["template"]["metadata"]["labels"]
+    labels["batch.kubernetes.io/controller-uid"] = wl["metadata"]["ownerReferences"][0]["uid"]
+    labels["batch.kubernetes.io/job-name"] = labels["job-name"] = wl["metadata"]["ownerReferences"][0]["name"]
+    return wl
+
+
+def stored_workload(i: int, *, unique: bool = False) -> dict[str, Any]:
     """``bench.decode``'s Workload with the managedFields its two writers (the reconciler creating it, the status
-    subresource admitting it) leave on a real API server."""
-    wl = workload(i)
+    subresource admitting it) leave on a real API server; ``unique``: with what differs between real Jobs."""
+    wl = distinct(workload(i), i) if unique else workload(i)
     meta = wl["metadata"]
     created = {
         "metadata": {k: meta[k] for k in ("labels", "finalizers", "ownerReferences")},
@@ -92,7 +106,7 @@ def stored_workload(i: int) -> dict[str, Any]:
     return wl
 
 
-def serve(port: int, items: int, ready: Any) -> None:
+def serve(port: int, items: int, unique: bool, ready: Any) -> None:
     """The child process: the Workload list in pages, and watches that stay open and silent."""
     from aiohttp import web
 
@@ -109,7 +123,7 @@ def serve(port: int, items: int, ready: Any) -> None:
         if end < items:
             meta["continue"] = str(end)
         page = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadList", "metadata": meta}
-        page["items"] = [stored_workload(i) for i in range(start, end)]
+        page["items"] = [stored_workload(i, unique=unique) for i in range(start, end)]
         return web.Response(body=orjson.dumps(page), content_type="application/json")
 
     app = web.Application()
@@ -193,7 +207,7 @@ def typed_reader(cache: Any) -> Callable[[Any], Any]:
     return read if read is not None else lambda obj: model.decode_workload(obj)
 
 
-async def cache_figures(items: int) -> None:
+async def cache_figures(items: int, *, unique: bool) -> None:
     from webhook.controller.cache import ClusterCache
     from webhook.controller.informer import Informer, WatchSpec
     from webhook.kube import resources as r
@@ -202,7 +216,7 @@ async def cache_figures(items: int) -> None:
     print(f"after imports:          {rss()}")
     port = free_port()
     ready = multiprocessing.get_context("spawn").Event()
-    server = multiprocessing.get_context("spawn").Process(target=serve, args=(port, items, ready), daemon=True)
+    server = multiprocessing.get_context("spawn").Process(target=serve, args=(port, items, unique, ready), daemon=True)
     server.start()
     try:
         ready.wait(30)
@@ -210,7 +224,7 @@ async def cache_figures(items: int) -> None:
             async with ApiServerKube(kubeconfig=kubeconfig(Path(tmp), port)) as kube:
                 print(f"client ready:           {rss()}")
                 cache = ClusterCache([r.WORKLOAD])
-                informer = Informer(kube, WatchSpec(r.WORKLOAD), cache)
+                informer = Informer(kube, WatchSpec(r.WORKLOAD), cache, each=cache.stored_form)
                 started, gcs = time.perf_counter(), collections()
                 task = asyncio.create_task(informer.run())
                 await informer.wait_synced()
@@ -282,12 +296,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--items", type=int, default=50_000, help="Workloads listed into the cache (0: skip)")
     parser.add_argument("--pass-items", type=int, default=2_000, help="Workloads of the reconciler passes (0: skip)")
+    parser.add_argument(
+        "--unique", action="store_true", help="pod template labels and times that differ per Workload, as real Jobs'"
+    )
     args = parser.parse_args()
     print(describe())
-    size = len(orjson.dumps(stored_workload(0)))
+    size = len(orjson.dumps(stored_workload(0, unique=args.unique)))
     print(f"one stored Workload: {size} bytes of JSON")
     if args.items:
-        asyncio.run(cache_figures(args.items))
+        asyncio.run(cache_figures(args.items, unique=args.unique))
     if args.pass_items:
         asyncio.run(pass_figures(args.pass_items))
 

@@ -43,6 +43,7 @@ from bench.baseline import (
     scratch,
     start_controller,
     tree_cpu,
+    tree_pss,
     tree_rss,
 )
 from bench.e2e import cpu_seconds, machine
@@ -127,6 +128,7 @@ class Result:
     ceiling: float  # the same writes by the driver, per second
     controller_cpu: float
     controller_rss: int
+    controller_pss: int
     apiserver_cpu: float
     violations: int
     admitted: int
@@ -223,10 +225,10 @@ def run_once(system: str, *, workloads: int, concurrency: int, timeout: float, k
             started = time.monotonic()
             pid, proc, turnstile = start_controller(system, cluster, Path(tmp), kueue=kueue)
             cpu0, api0 = tree_cpu(pid), cpu_seconds(apiserver)
-            peak = 0
+            peak = peak_pss = 0
 
             async def follow() -> None:
-                nonlocal peak
+                nonlocal peak, peak_pss
                 async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
                     listed = asyncio.Event()
                     watcher = asyncio.ensure_future(drain.watch(session, listed))
@@ -235,6 +237,7 @@ def run_once(system: str, *, workloads: int, concurrency: int, timeout: float, k
                             while not drain.done.is_set():
                                 same_niceness(pid)
                                 peak = max(peak, tree_rss(pid))
+                                peak_pss = max(peak_pss, tree_pss(pid))
                                 with contextlib.suppress(TimeoutError):
                                     await asyncio.wait_for(drain.done.wait(), 0.5)
                     except TimeoutError:
@@ -277,6 +280,7 @@ def run_once(system: str, *, workloads: int, concurrency: int, timeout: float, k
         ceiling=ceiling,
         controller_cpu=cpu1 - cpu0,
         controller_rss=peak,
+        controller_pss=peak_pss,
         apiserver_cpu=api1 - api0,
         violations=drain.violations,
         admitted=len(times),
@@ -294,6 +298,7 @@ def rows(r: Result) -> list[tuple[str, float]]:
         ("controller CPU (s)", r.controller_cpu),
         ("controller CPU per 1000 admitted (s)", r.controller_cpu / max(1, r.admitted) * 1000),
         ("controller peak RSS (MiB)", r.controller_rss / 2**20),
+        ("controller peak PSS (MiB)", r.controller_pss / 2**20),
         ("kube-apiserver CPU during the drain (s)", r.apiserver_cpu),
         ("quota violations", float(r.violations)),
     ]

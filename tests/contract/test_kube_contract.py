@@ -351,6 +351,22 @@ async def test_list_filters_by_namespace_label_and_field_selector(side: Side) ->
     assert all(j["kind"] == "Job" for j in across.items)
 
 
+async def test_a_list_with_each_is_made_of_what_each_returned_for_every_item(side: Side) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}
+    await side.kube.create(CONFIG_MAP, body, namespace=side.ns)
+    await side.kube.create(CONFIG_MAP, body | {"metadata": {"name": "b"}}, namespace=side.ns)
+    plain = await side.kube.list(CONFIG_MAP, namespace=side.ns, without_managed_fields=True)
+    seen: list[Object] = []
+
+    def each(item: Object) -> Object:
+        seen.append(item)
+        return {"name": item["metadata"]["name"], "managed": "managedFields" in item["metadata"]}
+
+    made = await side.kube.list(CONFIG_MAP, namespace=side.ns, without_managed_fields=True, each=each)
+    assert seen == plain.items, "each item, as the list would have held it"
+    assert made.items == [{"name": c["metadata"]["name"], "managed": False} for c in plain.items]
+
+
 async def test_a_list_without_managed_fields_is_the_list_less_them(side: Side) -> None:
     # A ConfigMap: no controller writes it between the list and the get (the job controller adds a Job's
     # Suspended condition at any moment, which made this compare two versions).

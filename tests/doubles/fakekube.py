@@ -198,6 +198,7 @@ class FakeKube:
         label_selector: str | None = None,
         field_selector: str | None = None,
         without_managed_fields: bool = False,
+        each: Callable[[Object], Object] | None = None,
     ) -> ObjectList:
         self._check("list", resource, None)
         labels = selectors.parse_label_selector(label_selector)
@@ -210,7 +211,7 @@ class FakeKube:
         if without_managed_fields:  # the fake records none; dropped anyway, should a test have stored some
             for item in items:
                 _meta(item).pop("managedFields", None)
-        return ObjectList(items, self.resource_version)
+        return ObjectList(items if each is None else [each(item) for item in items], self.resource_version)
 
     async def watch(
         self,

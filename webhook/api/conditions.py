@@ -6,10 +6,11 @@ so rewriting the same reason with a fresher message does not look like a transit
 
 from __future__ import annotations
 
-import copy
 import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from webhook.api.copies import writable
 
 JSON = dict[str, Any]
 
@@ -55,7 +56,7 @@ def set_condition(
     observed_generation: int | None = None,
 ) -> list[JSON]:
     """A new condition list with ``kind`` set; the other conditions are copied unchanged."""
-    result = [copy.deepcopy(dict(c)) for c in conditions or () if c.get("type") != kind]
+    result = [writable(c) for c in conditions or () if c.get("type") != kind]
     previous = find(conditions, kind)
     value = "True" if status else "False"
     transition = format_time(now)

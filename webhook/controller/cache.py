@@ -10,7 +10,9 @@ write that depends on it can never be split by an ``await``.
 Objects handed out are the stored dicts themselves, shared, for speed: never mutate them; copy first. They are
 stored without ``metadata.managedFields`` (nothing of ours reads them, and they were about half of a Workload's
 memory): a body built from a cached object and sent back (a PUT) leaves them out, which the API server takes as
-"keep them as they are".
+"keep them as they are". And they are stored as ``Interner`` copies: a string, dict or list equal to one another
+stored object holds is that same one, shared between them (most of what Workloads hold repeats), which is one
+more reason never to mutate what the cache hands out.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import NamedTuple, TypeVar
 from webhook.api import constants, model
 from webhook.api.views import ObjectView, view_of
 from webhook.controller.informer import ChangeType
+from webhook.controller.interner import Interner
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
 from webhook.kube import resources as r
 from webhook.kube.objects import Object, ObjectKey, key_of, labels_of
@@ -39,14 +42,6 @@ class Change(NamedTuple):
     type: ChangeType
     old: Object | None
     new: Object | None
-
-
-def _slim(obj: Object) -> Object:
-    """The object without ``metadata.managedFields``; a shallow copy (the caller's object is left as it is)."""
-    meta = obj.get("metadata")
-    if not meta or "managedFields" not in meta:
-        return obj
-    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def _version(obj: Object | None) -> int | None:
@@ -87,6 +82,9 @@ class ClusterCache:
 
     def __init__(self, resources: Iterable[Resource]) -> None:
         self._stores: dict[Resource, dict[ObjectKey, Object]] = {res: {} for res in resources}
+        # Every object is stored as the interner's copy: without managedFields, equal values shared across objects.
+        self._interner = Interner()
+        self._formed: dict[int, Object] = {}  # stored forms made for a list in progress, by id (``stored_form``)
         self._synced: set[Resource] = set()
         self._synced_event = asyncio.Event()
         self._workloads_by_owner: dict[str, set[ObjectKey]] = {}
@@ -108,17 +106,34 @@ class ClusterCache:
 
     # -- feeding (InformerSink) -----------------------------------------------------------------
 
+    def stored_form(self, obj: Object) -> Object:
+        """The copy of ``obj`` the cache keeps (without managedFields, equal values shared): for a list to take
+        as its pages arrive, so that they are not all held at once. The feeds take either form; this one is
+        taken in as it is by the next ``replace`` (not copied again), and forgotten by it if not among its objects."""
+        formed = self._interner.stored(obj)
+        self._formed[id(formed)] = formed
+        return formed
+
+    def _stored(self, obj: Object) -> Object:
+        # Held in ``_formed`` (a strong reference), an id can not have been reused by another object.
+        return obj if self._formed.pop(id(obj), None) is obj else self._interner.stored(obj)
+
     def replace(self, resource: Resource, objects: list[Object]) -> None:
         store = self._store(resource)
-        fresh = {key_of(obj): _slim(obj) for obj in objects}
+        fresh = {key_of(obj): obj for obj in objects}
         for key in [k for k in store if k not in fresh]:
             self._set(resource, key, None)
         for key, obj in fresh.items():
             old = store.get(key)
             version = _version(obj)
             # Same resourceVersion means same object; compare contents only when versions are unusable.
-            if old is None or _version(old) != version or (version is None and old != obj):
-                self._set(resource, key, obj)
+            if old is None or _version(old) != version:
+                self._set(resource, key, self._stored(obj))
+            elif version is None and old != (kept := self._stored(obj)):
+                self._set(resource, key, kept)
+        # What a failed list (or one of another kind, running meanwhile) formed is not held past a replace; the
+        # other list's objects are then copied once more when it ends, which costs time, never correctness.
+        self._formed.clear()
         if resource not in self._synced:
             self._synced.add(resource)
             if self.synced():
@@ -133,7 +148,7 @@ class ClusterCache:
         stored, incoming = _version(old), _version(obj)
         if stored is not None and incoming is not None and incoming <= stored:
             return  # already know this or a newer version (e.g. through ``observe``)
-        self._set(resource, key, _slim(obj))
+        self._set(resource, key, self._stored(obj))
 
     def observe(self, resource: Resource, obj: Object, *, quiet: bool = False) -> bool:
         """Take in an object a write of ours returned, unless a newer version is already known.
@@ -147,7 +162,7 @@ class ClusterCache:
         stored, incoming = _version(old), _version(obj)
         if old is not None and (stored is None or incoming is None or incoming <= stored):
             return False
-        self._set(resource, key_of(obj), _slim(obj), wake=not quiet)
+        self._set(resource, key_of(obj), self._stored(obj), wake=not quiet)
         return True
 
     def forget(self, resource: Resource, key: ObjectKey) -> None:

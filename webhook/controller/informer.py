@@ -3,7 +3,8 @@
 Owns: ``WatchSpec`` (what to watch) and ``Informer`` (resourceVersion tracking, bookmarks, re-list on
 ``Gone``, reconnect with capped jittered backoff, the ``synced`` flag). It hands every list and change to an
 ``InformerSink`` (the cache) through synchronous calls, so the sink updates its state atomically.
-Must not: interpret objects; it only moves them (listed without ``managedFields``, which the cache never keeps).
+Must not: interpret objects; it only moves them (listed without ``managedFields``, which the cache never keeps,
+and as the sink's compact copies when it is given ``each``).
 
 Errors: any ``KubeError`` is retried (a CRD not yet installed or RBAC not yet granted heals later, as in
 client-go's reflector) and logged; anything else is a bug and ends ``run()``, which the supervisor reports.
@@ -16,7 +17,7 @@ import contextlib
 import gc
 import logging
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -85,8 +86,12 @@ class Informer:
         backoff: Backoff | None = None,
         watch_timeout: tuple[int, int] = (300, 600),
         rng: random.Random | None = None,
+        each: Callable[[Object], Object] | None = None,
     ) -> None:
+        """``each``: what the sink will keep of a listed object (``ClusterCache.stored_form``), taken as each page
+        of the list arrives, so the list's pages are not all held at once."""
         self.spec = spec
+        self._each = each
         self._kube = kube
         self._sink = sink
         self._backoff = backoff or Backoff()
@@ -150,6 +155,7 @@ class Informer:
                 label_selector=spec.label_selector,
                 field_selector=spec.field_selector,
                 without_managed_fields=True,
+                each=self._each,
             )
             self._sink.replace(spec.resource, listed.items)
         self.resource_version = listed.resource_version

@@ -90,7 +90,7 @@ def start_watches(
     """Start one informer per spec as a supervised task named ``watch:<plural>.<group>``."""
     informers = []
     for spec in specs:
-        informer = Informer(kube, spec, cache)
+        informer = Informer(kube, spec, cache, each=cache.stored_form)
         supervisor.spawn(informer.run(), name=f"watch:{spec.resource}")
         informers.append(informer)
     return informers

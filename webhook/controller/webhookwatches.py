@@ -70,7 +70,7 @@ def start_webhook_watches(
     sink = AdmittedWorkloads(cache)
     informers = []
     for spec in specs:
-        informer = Informer(kube, spec, sink)
+        informer = Informer(kube, spec, sink, each=cache.stored_form)
         supervisor.spawn(informer.run(), name=f"watch:{spec.resource}")
         informers.append(informer)
     return informers

@@ -10,7 +10,6 @@ whole object.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ from webhook.api.constants import (
     MAX_EXEC_TIME_LABEL,
     STOPPING_ANNOTATION,
 )
+from webhook.api.copies import writable
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
 from webhook.api.views import BatchJob, ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
@@ -188,7 +188,7 @@ def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count
     """The Job unsuspended, with the admitted flavors injected into its template (``job``: its view, or the Job as
     sent, for callers outside the reconciler)."""
     view = view_of(BatchJob, job)
-    result = copy.deepcopy(dict(view.raw))
+    result = writable(view.raw)
     spec = result["spec"]
     info = infos.get(DEFAULT_PODSET_NAME)
     if info is not None:
@@ -204,7 +204,7 @@ def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count
 
 def suspended(job: ObjectView) -> JSON:
     """Step 1 of stopping: the Job suspended and marked as stopping (its pods are being removed)."""
-    result = copy.deepcopy(dict(view_of(BatchJob, job).raw))
+    result = writable(view_of(BatchJob, job).raw)
     result["spec"]["suspend"] = True
     result["metadata"].setdefault("annotations", {})[STOPPING_ANNOTATION] = "true"
     return result
@@ -232,7 +232,7 @@ def template_mutable(job: ObjectView) -> bool:
 
 def restored(job: ObjectView, workload: WorkloadRecord) -> JSON:
     """Step 2 of stopping (after ``status.startTime`` is cleared): the template and parallelism as recorded."""
-    result = copy.deepcopy(dict(view_of(BatchJob, job).raw))
+    result = writable(view_of(BatchJob, job).raw)
     recorded = workload.pod_sets
     if recorded:
         original = recorded[0]

@@ -12,7 +12,6 @@ pod). Pure: the reconciler decides when and writes.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import hashlib
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from webhook.api.constants import (
     POD_GROUP_TOTAL_COUNT_ANNOTATION,
     QUEUE_NAME_LABEL,
 )
+from webhook.api.copies import writable
 from webhook.api.views import ObjectView, Pod, WorkloadRecord, section
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
@@ -129,7 +129,7 @@ def role_hash(pod: Pod) -> str:
 
 
 def _template(pod: Pod) -> JSON:
-    spec = copy.deepcopy(dict(pod.spec))
+    spec = writable(pod.spec)
     for key in ("nodeName", "schedulingGates"):
         spec.pop(key, None)
     return {"metadata": {"labels": dict(pod.labels)}, "spec": spec}

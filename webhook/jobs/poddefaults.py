@@ -15,11 +15,11 @@ Pure: the caller passes the namespace's LimitRanges and the RuntimeClasses it kn
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhook.api.copies import writable
 from webhook.api.views import ObjectView, entries, section
 
 JSON = dict[str, Any]
@@ -60,7 +60,7 @@ class PodDefaults:
 
     def apply(self, template: Mapping[str, Any]) -> JSON:
         """A copy of the pod template as the API server will admit its pods."""
-        result = copy.deepcopy(dict(template))
+        result = writable(template)
         spec = result.get("spec")
         if not isinstance(spec, dict):
             return result

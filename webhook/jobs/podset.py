@@ -8,12 +8,12 @@ pure functions on JSON objects (dicts), read through the views of ``webhook.api`
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.constants import PODSET_LABEL
+from webhook.api.copies import writable, writable_value
 from webhook.api.views import AssignedPodSet, ObjectView, PodTemplateView, Raw, entries, section
 
 JSON = dict[str, Any]
@@ -74,7 +74,7 @@ def podset_infos(admission: Raw, flavors: Mapping[str, Raw]) -> dict[str, PodSet
 def inject(template: Raw, info: PodSetInfo) -> JSON:
     """A copy of ``template`` with the PodSet's node selector, tolerations and labels merged in."""
     original = PodTemplateView.of(template)
-    result = copy.deepcopy(dict(template))
+    result = writable(template)
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
     metadata["labels"] = _merge_map(original.labels, info.labels, what="label")
@@ -94,7 +94,7 @@ def restore(current: Raw, original: Raw) -> JSON:
     Labels the Job controller added after creation are kept; everything admission injected is taken back.
     """
     now, recorded = PodTemplateView.of(current), PodTemplateView.of(original)
-    result = copy.deepcopy(dict(current))
+    result = writable(current)
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
     labels = dict(recorded.labels)
@@ -104,7 +104,7 @@ def restore(current: Raw, original: Raw) -> JSON:
     _set_or_drop(metadata, "labels", labels)
     _set_or_drop(metadata, "annotations", dict(recorded.annotations))
     for key in ("nodeSelector", "tolerations", "schedulingGates"):
-        _set_or_drop(spec, key, copy.deepcopy(recorded.spec.get(key)))
+        _set_or_drop(spec, key, writable_value(recorded.spec.get(key)))
     if not metadata and "metadata" not in original:
         del result["metadata"]  # injection added it: the template is given back as it was
     return result

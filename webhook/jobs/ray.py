@@ -12,10 +12,10 @@ its quota when deleted). Pure.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.api.copies import writable
 from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord, entries, section
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
@@ -90,7 +90,7 @@ class _RayKind:
         raise NotImplementedError
 
     def _with_slots(self, job: ObjectView) -> JSON:
-        return copy.deepcopy(dict(job.raw))
+        return writable(job.raw)
 
     def pod_sets(self, job: ObjectView, defaults: PodDefaults) -> list[JSON]:
         pod_sets = suspendable.pod_sets(ObjectView.of(self._with_slots(job)), self.slots(job), defaults)
@@ -155,7 +155,7 @@ class RayJobAdapter(_RayKind):
     def _with_slots(self, job: ObjectView) -> JSON:
         # The submitter pod set exists even without a submitterPodTemplate (KubeRay then uses its default);
         # releasing it writes that template, with the flavor, into the RayJob.
-        result = copy.deepcopy(dict(job.raw))
+        result = writable(job.raw)
         spec = result.setdefault("spec", {})
         if self._submits_with_a_job(job) and not spec.get("submitterPodTemplate"):
             spec["submitterPodTemplate"] = _default_submitter(spec.get("rayClusterSpec") or {})

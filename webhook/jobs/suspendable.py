@@ -9,7 +9,6 @@ takes (its caller made them once, at its edge); writes copy the object whole.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from webhook.api.constants import (
     STOPPING_ANNOTATION,
     WORKLOAD_NAME_ANNOTATION,
 )
+from webhook.api.copies import writable
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
 from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord
@@ -72,7 +72,7 @@ def is_suspended(job: ObjectView) -> bool:
 
 
 def suspended(job: ObjectView) -> JSON:
-    result = copy.deepcopy(dict(job.raw))
+    result = writable(job.raw)
     result.setdefault("spec", {})["suspend"] = True
     result["metadata"].setdefault("annotations", {})[STOPPING_ANNOTATION] = "true"
     return result
@@ -83,7 +83,7 @@ def is_stopping(job: ObjectView) -> bool:
 
 
 def released(job: ObjectView, slots: Sequence[TemplateSlot], infos: Mapping[str, PodSetInfo]) -> JSON:
-    result = copy.deepcopy(dict(job.raw))
+    result = writable(job.raw)
     for slot in slots:
         info = infos.get(slot.name)
         if info is not None:
@@ -94,7 +94,7 @@ def released(job: ObjectView, slots: Sequence[TemplateSlot], infos: Mapping[str,
 
 
 def restored(job: ObjectView, slots: Sequence[TemplateSlot], workload: WorkloadRecord) -> JSON:
-    result = copy.deepcopy(dict(job.raw))
+    result = writable(job.raw)
     recorded = {p.name: p for p in workload.pod_sets}
     for slot in slots:
         original = recorded.get(slot.name)
@@ -211,7 +211,7 @@ def is_stamped(job: ObjectView) -> bool:
 def adopted(job: ObjectView, *, queue: str | None, workload_name: str) -> JSON:
     """What the mutating webhook would have made of ``job``: queue label (when there is one), the Workload
     stamp, and suspended (its controller removes any pods it already created)."""
-    result = copy.deepcopy(dict(job.raw))
+    result = writable(job.raw)
     meta = result["metadata"]
     if queue:
         meta.setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
@@ -235,7 +235,7 @@ def job_workload_name(job: ObjectView, kind: JobKind) -> str:
 
 def adopted_prebuilt(workload: WorkloadRecord, job: ObjectView, kind: JobKind) -> JSON:
     """A prebuilt Workload made the job's own (as Kueue does): a controller owner reference and the job UID label."""
-    result = copy.deepcopy(dict(workload.raw))
+    result = writable(workload.raw)
     meta = result["metadata"]
     owner = {
         "apiVersion": kind.api_version,

@@ -10,7 +10,6 @@ and reasons are Kueue's; the predicates (finished, evicted, holds quota) are the
 
 from __future__ import annotations
 
-import copy
 import datetime
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +26,7 @@ from webhook.api.constants import (
     REASON_PENDING_EVALUATION,
     REASON_QUOTA_RESERVED,
 )
+from webhook.api.copies import writable
 from webhook.api.views import ObjectLike, WorkloadRecord, view_of
 
 JSON = dict[str, Any]
@@ -43,11 +43,11 @@ def _conds(workload: WorkloadRecord) -> list[JSON]:
 
 def _status(workload: WorkloadRecord) -> JSON:
     """A copy of its status, to become the next one."""
-    return copy.deepcopy(dict(workload.status))
+    return writable(workload.status)
 
 
 def _with_status(workload: WorkloadRecord, status: JSON) -> JSON:
-    result = copy.deepcopy(dict(workload.raw))
+    result = writable(workload.raw)
     result["status"] = status
     return result
 
@@ -71,7 +71,7 @@ def admitted(workload: ObjectLike, admission: Mapping[str, Any], *, now: datetim
             conds, now, COND_EVICTED, False, REASON_QUOTA_RESERVED, f"Previously: {previous.get('message', '')}"
         )
         conds = _set(conds, now, COND_PREEMPTED, False, REASON_QUOTA_RESERVED, "Quota reserved again")
-    status["admission"] = copy.deepcopy(dict(admission))
+    status["admission"] = writable(admission)
     status["conditions"] = conds
     # The requeue count survives readmission (the backoff keeps growing); the time to wait for is spent.
     requeue = dict(workload.requeue_state)

@@ -11,7 +11,7 @@ Why the generic ``ApiClient.call_api`` with ``_preload_content=False``: one code
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -190,6 +190,7 @@ class ApiServerKube:
         label_selector: str | None = None,
         field_selector: str | None = None,
         without_managed_fields: bool = False,
+        each: Callable[[Object], Object] | None = None,
     ) -> ObjectList:
         path = resource.path(namespace=namespace)
         base = [*_selectors(label_selector, field_selector), ("limit", str(self._page_size))]
@@ -208,7 +209,7 @@ class ApiServerKube:
                 item.setdefault("kind", resource.kind)
                 if without_managed_fields:
                     (item.get("metadata") or {}).pop("managedFields", None)
-                items.append(item)
+                items.append(item if each is None else each(item))
             token = meta.get("continue") or ""
             if not token:
                 return ObjectList(items, version)

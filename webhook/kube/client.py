@@ -15,7 +15,7 @@ Conventions shared by all methods:
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
 from webhook.kube.objects import (
@@ -43,12 +43,15 @@ class Kube(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         without_managed_fields: bool = False,
+        each: Callable[[Object], Object] | None = None,
     ) -> ObjectList:
         """Every matching object (all pages) and the collection's resourceVersion.
 
         A namespaced kind without ``namespace`` lists across all namespaces. ``without_managed_fields``: each
         item's ``metadata.managedFields`` is dropped as its page arrives (for a cache: nobody reads them, they are
-        about half of a Workload, and a list that held them whole would set the process's peak memory).
+        about half of a Workload, and a list that held them whole would set the process's peak memory). ``each``:
+        every item is replaced by ``each(item)`` as its page arrives, after that (a cache's own compact copy, so
+        the decoded pages are let go one by one instead of all being held until the list ends).
         """
         ...
 

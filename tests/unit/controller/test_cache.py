@@ -255,3 +255,40 @@ def test_a_workload_is_decoded_once_per_version_stored(monkeypatch: pytest.Monke
     cache.apply(r.WORKLOAD, "DELETED", second)
     assert cache.typed_workload(second) is not None
     assert decoded[-1] == "2", "a deleted Workload's typed value is forgotten with it"
+
+
+def test_equal_values_of_objects_stored_through_any_feed_are_one_object() -> None:
+    cache = synced_cache()
+    spec = {"queueName": "q", "podSets": [{"name": "main", "count": 1}]}
+    listed, watched, written = (obj(n, namespace="ns", spec={**spec}) for n in ("a", "b", "c"))
+    cache.replace(r.WORKLOAD, [listed])
+    cache.apply(r.WORKLOAD, "ADDED", watched)
+    assert cache.observe(r.WORKLOAD, written)
+    kept = [k for n in ("a", "b", "c") if (k := cache.workload("ns", n)) is not None]
+    assert [k["spec"] for k in kept] == [spec, spec, spec]
+    assert kept[0]["spec"] is kept[1]["spec"] is kept[2]["spec"]
+    assert cache.stored_form(listed)["spec"] is kept[0]["spec"], "a list's pages may be taken in their stored form"
+
+
+def test_a_stored_form_is_taken_in_as_it_is_and_anything_else_is_copied() -> None:
+    cache = synced_cache()
+    managed = {"managedFields": [{"manager": "turnstile"}]}
+    formed = cache.stored_form(obj("a", namespace="ns", meta=managed))
+    raw = obj("b", namespace="ns", meta=managed)
+    cache.replace(r.WORKLOAD, [formed, raw])
+    assert cache.workload("ns", "a") is formed, "not copied a second time"
+    assert "managedFields" not in formed["metadata"]
+    kept = cache.workload("ns", "b")
+    assert kept is not raw
+    assert kept is not None
+    assert "managedFields" not in kept["metadata"]
+
+
+def test_a_stored_form_a_replace_did_not_take_is_copied_when_it_comes_later() -> None:
+    cache = synced_cache()
+    formed = cache.stored_form(workload("a"))
+    cache.replace(r.WORKLOAD, [])
+    cache.replace(r.WORKLOAD, [formed])
+    kept = cache.workload("ns", "a")
+    assert kept == formed
+    assert kept is not formed, "forms are forgotten by the replace after them"

@@ -77,6 +77,25 @@ async def test_synced_waits_for_the_first_successful_list() -> None:
     assert names(cache) == ["a"]
 
 
+async def test_a_list_hands_the_sink_what_each_made_of_every_item() -> None:
+    kube = FakeKube()
+    await kube.create(JOB, make_job("a"))
+    await kube.create(JOB, make_job("b"))
+    cache = ClusterCache([JOB])
+    taken: list[str] = []
+
+    def each(obj: Object) -> Object:
+        taken.append(obj["metadata"]["name"])
+        return cache.stored_form(obj) | {"kind": "Taken"}
+
+    informer = Informer(kube, WatchSpec(JOB), cache, backoff=fast_backoff(), each=each)
+    async with Supervisor() as tasks:
+        tasks.spawn(informer.run(), name="watch:jobs")
+        await asyncio.wait_for(informer.wait_synced(), 2)
+    assert sorted(taken) == ["a", "b"]
+    assert [j["kind"] for j in cache.jobs()] == ["Taken", "Taken"]
+
+
 async def test_bookmarks_advance_the_version_without_changes(
     running: tuple[FakeKube, ClusterCache, Informer],
 ) -> None:

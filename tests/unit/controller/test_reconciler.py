@@ -5,6 +5,7 @@ The cache is fed from the fake's store before each pass (as the watches would); 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -139,3 +140,27 @@ async def test_a_refused_admission_is_not_written_again_before_its_backoff() -> 
     assert fault.hits == 2, "its backoff over, the scheduler runs again by itself and a is written again"
     await world.pass_once(after=1.1)
     assert world.admitted() == {"a", "b"}
+
+
+async def test_a_full_pass_syncs_every_workload_with_a_bounded_number_of_tasks() -> None:
+    # A full pass over a deep backlog once started one task per Workload at once (50,000 tasks, ~47 MiB).
+    world = World(cpu="2")
+    world.reconciler = Reconciler(world.kube, world.cache, clock=lambda: world.now, concurrency=4)
+    await world.queues()
+    for i in range(200):
+        await world.kube.create(r.WORKLOAD, bare_workload(f"w-{i}"))
+    synced: list[str] = []
+    tasks_seen: list[int] = []
+    sync = world.reconciler.workloads.sync
+
+    async def counting(wl: Object, now: datetime) -> Any:
+        tasks_seen.append(len(asyncio.all_tasks()))
+        await asyncio.sleep(0)  # as a sync that writes would: the others get their turn
+        synced.append(wl["metadata"]["name"])
+        return await sync(wl, now)
+
+    world.reconciler.workloads.sync = counting  # type: ignore[method-assign]  # observe the calls, keep the work
+    await world.pass_once()
+    assert sorted(synced) == sorted(f"w-{i}" for i in range(200))
+    assert max(tasks_seen) <= 4 + 1, "4 workers and the test's own task"
+    assert len(world.admitted()) == 2, "2 CPU: the pass goes on to schedule as before"
