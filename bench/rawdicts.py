@@ -4,8 +4,9 @@ Counted on the syntax tree of every ``webhook/**/*.py`` (no imports run):
 - **signatures**: ``def``/``async def`` with a parameter or return annotation naming ``dict[str, Any]`` or
   ``Mapping[str, Any]`` (anywhere inside it: ``list[dict[str, Any]]`` counts), directly or through a module's
   alias of one (``JSON = dict[str, Any]``, ``Obj = Mapping[str, Any]``, ``Object: TypeAlias = dict[str, Any]``,
-  ``Object`` imported from ``webhook.kube.objects``, and ``Raw`` or ``ObjectLike`` (a view or the raw object)
-  imported from ``webhook.api.views``); each function counts once, however many such
+  ``Object`` imported from ``webhook.kube.objects``, and ``Raw`` or ``ObjectLike`` (a view or the raw object, now
+  taken only by three builders called from outside the reconciler) imported from ``webhook.api.views``); each
+  function counts once, however many such
   annotations it has. Printed with the literal-only count (aliases not followed) beside it.
 - **``.get(...) or {}`` chains**: every ``x.get(...) or {}`` expression (an ``or`` whose first operand is a call of
   a method named ``get`` and whose last operand is an empty dict literal), and beside it those read further with

@@ -8,7 +8,8 @@ A job is managed when its namespace is managed, its controller owner is not itse
 a queue (or ``manageJobsWithoutQueueName`` is on). Unmanaged jobs are never changed. Mutation only emits the
 differences from what the object already holds, so reinvocation yields an empty patch and ``dryRun`` requests
 get the same answer as real ones (the policy has no side effects to skip). The rules read the typed object
-(``request.object``: labels, annotations, owner); the adapter and the patch read the object as sent.
+(``request.object``: labels, annotations, owner); the adapter reads its view (``request.view``), the patch the
+object as sent.
 Must not: call the API server.
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from webhook.admission import names
 from webhook.admission.fielderror import (
@@ -33,6 +33,7 @@ from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
 from webhook.api.model import KubeObject
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.jobs import batch_job, naming
 from webhook.jobs.adapter import Problem, SuspendableAdapter
 
@@ -150,18 +151,18 @@ class JobPolicy:
     # Validating -------------------------------------------------------------------------------------------
 
     def validate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-        job, raw = request.object, request.raw_object
+        job, seen = request.object, request.view
         if job is None or request.operation not in ("CREATE", "UPDATE"):
             return ALLOW
         errors = _label_errors(job)
         managed = is_managed(job, request.namespace, view=view, options=options)
         old = request.old_object
         if request.operation == "CREATE" or old is None:
-            errors += [_field_error(p) for p in self._adapter.create_problems(raw, managed=managed)]
+            errors += [_field_error(p) for p in self._adapter.create_problems(seen, managed=managed)]
             return judge(errors)
-        errors += [_field_error(p) for p in self._adapter.update_problems(request.raw_old_object, raw, managed=managed)]
+        errors += [_field_error(p) for p in self._adapter.update_problems(request.old_view, seen, managed=managed)]
         change = _Update.of(
-            self._adapter, request, _Side(old, request.raw_old_object), _Side(job, raw), view=view, options=options
+            self._adapter, request, _Side(old, request.old_view), _Side(job, seen), view=view, options=options
         )
         errors += self._update_errors(request, change, view=view, options=options)
         return judge(errors)
@@ -183,7 +184,7 @@ class JobPolicy:
             return []
         if change.suspended_before:
             return self._unsuspend_errors(request, change.new, view=view, options=options)
-        if self._adapter.shape_changed(change.old.raw, change.new.raw):
+        if self._adapter.shape_changed(change.old.view, change.new.view):
             return self._admission_errors(request, change.new, view=view, options=options)
         return []
 
@@ -204,7 +205,7 @@ class JobPolicy:
             errors.append(immutable(PREBUILT_PATH, "cannot change while the job runs; suspend the job first"))
         # 3. The queue label ties a queued job to its Workload: removing it would let the job run outside every
         #    quota (once unsuspended, nothing would queue it). Only a finished job may lose it.
-        if old_queue and not new_queue and change.was_managed and not self._adapter.finished(change.old.raw).done:
+        if old_queue and not new_queue and change.was_managed and not self._adapter.finished(change.old.view).done:
             errors.append(
                 invalid(
                     QUEUE_PATH,
@@ -247,7 +248,7 @@ class JobPolicy:
             # Reached for a running job whose pods change (an unsuspend gets here only once admitted). Its
             # admission is not in our view: the view may be a moment behind the API server (seen under load), or
             # the Workload was just evicted. Either way nothing bounds the new pods: refuse, fail closed.
-            if self._adapter.finished(job.raw).done:
+            if self._adapter.finished(job.view).done:
                 return []
             return [
                 forbidden(
@@ -260,7 +261,9 @@ class JobPolicy:
         workload = view.workload(request.namespace, workload_name)
         if workload is None:
             return []  # admitted, but its body is not in the view: nothing to compare with
-        mismatch = self._adapter.admission_mismatch(job.raw, workload, view.pod_defaults(request.namespace))
+        mismatch = self._adapter.admission_mismatch(
+            job.view, WorkloadRecord.of(workload), view.pod_defaults(request.namespace)
+        )
         if mismatch is None:
             return []
         return [
@@ -279,10 +282,10 @@ validate = _BATCH_JOB.validate
 
 @dataclass(frozen=True, slots=True)
 class _Side:
-    """One side of an update: the job typed, for the shared rules, and as sent, for its kind's adapter."""
+    """One side of an update: the job typed, for the shared rules, and its view, for its kind's adapter."""
 
     typed: KubeObject
-    raw: Mapping[str, Any]
+    view: ObjectView
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,8 +321,8 @@ class _Update:
             now_managed=is_managed(new.typed, request.namespace, view=view, options=options),
             old_queue=queue_name(old.typed),
             new_queue=queue_name(new.typed),
-            suspended_before=adapter.is_suspended(old.raw),
-            suspended_after=adapter.is_suspended(new.raw),
+            suspended_before=adapter.is_suspended(old.view),
+            suspended_after=adapter.is_suspended(new.view),
             old_labels=old.typed.metadata.labels,
             new_labels=new.typed.metadata.labels,
         )

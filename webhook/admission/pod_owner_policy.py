@@ -38,13 +38,13 @@ class PodOwnerPolicy:
         return bool(obj.metadata.labels.get(c.QUEUE_NAME_LABEL)) or options.manage_jobs_without_queue_name
 
     def mutate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-        obj, raw = request.object, request.raw_object
+        obj, seen = request.object, request.view
         if request.operation not in ("CREATE", "UPDATE") or obj is None or obj.metadata.deletion_timestamp is not None:
             return ALLOW
         namespace = request.namespace
         if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(obj, options):
             return ALLOW
-        patch = Patch(raw)
+        patch = Patch(request.raw_object)
         labels = obj.metadata.labels
         queue = labels.get(c.QUEUE_NAME_LABEL, "")
         if not queue and request.operation == "CREATE" and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
@@ -56,7 +56,7 @@ class PodOwnerPolicy:
             patch.set_entry(TEMPLATE_LABELS, c.QUEUE_NAME_LABEL, queue)
         if priority := labels.get(c.PRIORITY_CLASS_LABEL):
             patch.set_entry(TEMPLATE_LABELS, c.PRIORITY_CLASS_LABEL, priority)
-        extra_labels, extra_annotations = self._adapter.template_stamp(raw, namespace)
+        extra_labels, extra_annotations = self._adapter.template_stamp(seen, namespace)
         for name, value in extra_labels.items():
             patch.set_entry(TEMPLATE_LABELS, name, value)
         for name, value in extra_annotations.items():
@@ -64,7 +64,7 @@ class PodOwnerPolicy:
         return allow(patch=patch.ops)
 
     def validate(self, request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-        obj, raw = request.object, request.raw_object
+        obj, seen = request.object, request.view
         if obj is None or request.operation not in ("CREATE", "UPDATE"):
             return ALLOW
         errors: list[FieldError] = []
@@ -73,9 +73,9 @@ class PodOwnerPolicy:
             errors.append(invalid(QUEUE_PATH, queue, problem))
         old = request.old_object
         if request.operation == "UPDATE" and old is not None and self._queued(old, request.namespace, view, options):
-            group = self._adapter.pod_group(raw, request.namespace)
+            group = self._adapter.pod_group(seen, request.namespace)
             admitted = bool(group) and view.workload_is_admitted(request.namespace, group)
-            for wrong in self._adapter.update_problems(request.raw_old_object, raw, admitted=admitted):
+            for wrong in self._adapter.update_problems(request.old_view, seen, admitted=admitted):
                 if wrong.value is None:
                     errors.append(forbidden(wrong.path, wrong.message))
                 else:

@@ -3,7 +3,8 @@
 Decoding checks the envelope the API server promises (apiVersion, kind, a request with a uid, kind, operation
 and objects of the right shapes) and raises ``MalformedReview`` for anything else; the route turns that into
 HTTP 400 with the reason. Each object is decoded once, when a rule first reads it, into the typed ``KubeObject``
-(its metadata, a Pod's gates); the kinds' adapters and the patch read the object as sent.
+(its metadata, a Pod's gates), and viewed once (``ObjectView``, ``webhook.api.views``) for the kinds' adapters;
+the patch reads the object as sent.
 Encoding follows what the API server verifies: the uid echoed, the exact apiVersion/kind, a base64 JSONPatch with
 ``patchType: JSONPatch`` only on mutating responses, never a patch on validating ones. Must not: apply any policy.
 """
@@ -21,6 +22,7 @@ import orjson
 
 from webhook.admission.verdict import Verdict
 from webhook.api.model import KubeObject
+from webhook.api.views import ObjectView
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -119,6 +121,15 @@ class Request:
     @cached_property
     def old_object(self) -> KubeObject | None:
         return _typed(self.raw_old_object, "oldObject") if self.has_old_object else None
+
+    @cached_property
+    def view(self) -> ObjectView:
+        """The object as the kinds' adapters read it (empty when the review has none)."""
+        return ObjectView.of(self.raw_object)
+
+    @cached_property
+    def old_view(self) -> ObjectView:
+        return ObjectView.of(self.raw_old_object)
 
 
 def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None = None) -> str:

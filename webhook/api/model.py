@@ -12,8 +12,22 @@ The Workload's Structs are left out of the garbage collector (``gc=False``): the
 JSON-built dicts and each other, so they can never be part of a reference cycle, and the controller's cache keeps
 one per Workload: tracked, decoding 50,000 of them set off a full collection of the heap (~2 s, ``bench.cache``).
 
-The predicates are written over anything with ``type`` and ``status`` (this module's ``Condition`` and the
-scheduler's ``webhook.api.workload.Condition`` alike), so both views answer with the same definition.
+The predicates are written over anything with ``type`` and ``status`` (this module's ``Condition``, the
+scheduler's ``webhook.api.workload.Condition`` and the dicts of ``webhook.api.views.WorkloadRecord`` alike), so
+every type of Workload answers with the same definition; none defines its own.
+
+Two Workload types for two kinds of reader, on purpose:
+- ``Workload`` here is what *decisions* read (evictions in ``webhook.core``, the Workload sync, the admitter's
+  checks, the queue finalizers): decoded once per stored version (``ClusterCache.typed_workload``), typed, without
+  pod templates or quantities;
+- ``webhook.api.views.WorkloadRecord`` is the object *whole*, for what writes it back (the lifecycle
+  transformations of ``webhook.jobs.workload`` copy it and change its status) or compares a job with the templates
+  it recorded (the job adapters, and so the job and pod group syncs and the state machine they share).
+One type could not serve both: decoding the templates and keeping every field a write must send back would make
+the decode the scheduler pays for every Workload as costly as the object itself (``bench/decode.py``), and a
+decode of only what decisions read would drop what a write must keep. The scheduler's
+``webhook.api.workload.Workload`` (quantities parsed for quota arithmetic) is built from the object for a
+snapshot, not kept. A reader takes one of them and does not mix them for the same question.
 Must not: decide quota, do I/O, read the clock.
 """
 

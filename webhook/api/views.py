@@ -3,9 +3,9 @@
 Owns: ``ObjectView`` (any object: the metadata every object has, its ``spec`` and ``status`` as mappings),
 ``PodTemplateView``, and the views of the kinds read by more than their name: ``BatchJob`` (a batch/v1 Job's
 counts and states as the Job controller reports them), ``Pod`` (gates, phase, readiness, deletion) and
-``WorkloadRecord`` (a Workload as a job adapter reads it: its pod sets with their templates as recorded, its
-admission's assignments, conditions, activeness and requeue state; unlike ``webhook.api.model.Workload``, the
-controller's decoded Workload without templates, quantities stay strings until a rule parses them).
+``WorkloadRecord`` (a Workload whole, as what writes it or compares a job with it reads it: its pod sets with their
+templates as recorded, its admission's assignments, conditions, activeness and requeue state; the split with
+``webhook.api.model.Workload``, which decisions read, is explained there).
 The views are frozen ``msgspec`` Structs (the style of ``webhook.api.model``; a Struct is built ~3x faster than a
 frozen slotted dataclass). A view wraps the object as the API server sends it and splits it once into its
 sections; its accessors read with the tolerance of the ``.get(...) or {}`` code they replace (a missing, null or
@@ -15,8 +15,11 @@ string, which a manifest read from YAML may hold). The object stays reachable as
 ``bench/jobviews.py`` measures it on 50,000 Jobs: wrapping ~0.6 us a Job; wrapping and a reconcile pass's reads
 ~3.3 us, beside ~2.1 us for the dict reads and ~2.5 us for a ``msgspec`` decode of the same fields and its reads
 (the accessors are Python calls; the decode runs in C).
-``view_of`` accepts a view or a raw object, so callers holding dicts (the informer's cache) and callers holding
-views meet the same functions.
+Views are made once, at the edge: the controller takes each cached object's view from the cache
+(``ClusterCache.view``, one per stored version), the admission webhook from the object under review
+(``Request.view``); below that, functions take views, never dicts, but for three builders called from outside
+those edges (``ObjectLike``). ``view_of`` reads a view as another kind (a generic ``ObjectView`` as a
+``BatchJob``) without splitting the object again.
 Must not: modify the object it wraps, decide anything about admission or quota, do I/O.
 """
 
@@ -26,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
+
+from webhook.api import model
 
 Raw = Mapping[str, Any]
 _CONTAINER_KEYS = ("containers", "initContainers")
@@ -105,16 +110,20 @@ class ObjectView(_Described, frozen=True):
 
 
 _View = TypeVar("_View", bound=ObjectView)
-# What the functions over an object take: its view, or the object as the API server sent it (decoded on entry).
+# A view, or the object as the API server sent it: taken only by the few builders that callers outside the
+# controller and the webhook call with the object as sent (``turnstile fit``, test set-ups): a batch Job's Workload,
+# its release, a Workload's admission. Everything else takes a view.
 ObjectLike = ObjectView | Raw
 
 
 def view_of(kind: type[_View], obj: ObjectLike) -> _View:
-    """``obj`` itself when it is already a view of ``kind``; a view of ``kind`` of the object otherwise (the raw
-    object, or the object behind a view of another kind)."""
+    """``obj`` itself when it is already a view of ``kind``; the same object read as ``kind`` when it is a view of
+    another kind, from the sections it already split (nothing is split again); else a new view of the object."""
     if isinstance(obj, kind):
         return obj
-    return kind.of(obj.raw if isinstance(obj, ObjectView) else obj)
+    if isinstance(obj, ObjectView):
+        return kind(obj.raw, obj.metadata, obj.spec, obj.status)
+    return kind.of(obj)
 
 
 class PodTemplateView(_Described, frozen=True):
@@ -278,6 +287,10 @@ class AssignedPodSet(_PodSetEntry, frozen=True):
 
 
 class WorkloadRecord(ObjectView, frozen=True):
+    """A Workload as the API server sent it, whole: what the job adapters compare a job with (its pod sets and
+    their templates) and what the lifecycle writes start from (a write copies the object whole). The predicates
+    are ``webhook.api.model``'s, asked of the conditions as sent."""
+
     @property
     def conditions(self) -> list[dict[str, Any]]:
         """``status.conditions`` as sent, in a new list (the lifecycle functions build the next list from it)."""
@@ -299,3 +312,24 @@ class WorkloadRecord(ObjectView, frozen=True):
     @property
     def assignments(self) -> tuple[AssignedPodSet, ...]:
         return tuple(AssignedPodSet(a) for a in entries(section(self.status, "admission"), "podSetAssignments"))
+
+    @property
+    def has_admission(self) -> bool:
+        """``status.admission`` is recorded (an empty one is none)."""
+        return model.raw_has_admission(self.raw)
+
+    @property
+    def finished(self) -> bool:
+        return model.finished(entries(self.status, "conditions"))
+
+    @property
+    def evicted(self) -> bool:
+        return model.evicted(entries(self.status, "conditions"))
+
+    @property
+    def holds_quota(self) -> bool:
+        return model.holds_quota(has_admission=self.has_admission, conditions=entries(self.status, "conditions"))
+
+    @property
+    def runs_admitted(self) -> bool:
+        return model.runs_admitted(has_admission=self.has_admission, conditions=entries(self.status, "conditions"))

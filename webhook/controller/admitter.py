@@ -30,6 +30,7 @@ from webhook.api.cohort import parse_cohort
 from webhook.api.constants import COND_EVICTED, COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION, PENDING_REASON_POSITIONS
 from webhook.api.flavor import parse_resource_flavor
 from webhook.api.localqueue import parse_local_queue
+from webhook.api.views import WorkloadRecord
 from webhook.api.workload import Workload, parse_admission, parse_workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -403,7 +404,9 @@ class Admitter:
         key = decision.workload
         try:
             async with self._gate:
-                written = await self._kube.replace_status(WORKLOAD, wl_life.admitted(obj, admission, now=now))
+                written = await self._kube.replace_status(
+                    WORKLOAD, wl_life.admitted(self._record(obj), admission, now=now)
+                )
         except (errors.Conflict, errors.NotFound, errors.Invalid, errors.Forbidden) as exc:
             self.reservations.refused(key)
             # The scheduler took it as admitted: it is pending again (when in doubt, schedule).
@@ -446,9 +449,11 @@ class Admitter:
         self, key: Key, reason: str, message: str, preempting_cq: str, now: datetime.datetime
     ) -> None:
         obj = self._cache.workload(*key)
-        if obj is None or wl_life.is_evicted(obj) or not wl_life.holds_quota(obj):
+        if obj is None or (status := self._cache.typed_workload(obj).status).evicted or not status.holds_quota:
             return  # already on its way out: evicting twice would only reset its clock
-        body = wl_life.evicted(obj, reason=EVICTED_BY_PREEMPTION, message=message, now=now, preempted_reason=reason)
+        body = wl_life.evicted(
+            self._record(obj), reason=EVICTED_BY_PREEMPTION, message=message, now=now, preempted_reason=reason
+        )
         try:
             async with self._gate:
                 written = await self._kube.replace_status(WORKLOAD, body)
@@ -465,6 +470,10 @@ class Admitter:
         event = self._event(written, type="Normal", reason="Preempted", message=message, now=now)
         if event is not None:
             await event
+
+    def _record(self, obj: Object) -> WorkloadRecord:
+        """A cached Workload as its lifecycle writes read it (the whole object, viewed once per version)."""
+        return self._cache.view(WORKLOAD, obj, WorkloadRecord)
 
     async def _refresh(self, obj: Object) -> None:
         """Read a Workload our write found changed, so the next pass decides on what the server has rather than
@@ -494,7 +503,7 @@ class Admitter:
             if last is not None and now - last < self._pending_refresh and _says_reason(obj, decision):
                 self._pending_owed = True  # only the numbers moved, and they were written a moment ago: later
                 continue
-            body = wl_life.pending(obj, reason=decision.reason, message=decision.message, now=now)
+            body = wl_life.pending(self._record(obj), reason=decision.reason, message=decision.message, now=now)
             if body is not None:
                 self._pending_written[decision.workload] = now
                 writes.append(self._write_pending(body, decision, now))
@@ -507,10 +516,16 @@ class Admitter:
                 # admitted) meanwhile is not pending any more, and a body built on an older version would only
                 # conflict (and, landing first, make the admission conflict instead).
                 current = self._cache.workload(*decision.workload)
-                if current is None or decision.workload in self.reservations or wl_life.holds_quota(current):
+                if (
+                    current is None
+                    or decision.workload in self.reservations
+                    or self._cache.typed_workload(current).status.holds_quota
+                ):
                     return
                 if _version(current) != _version(body):
-                    fresh = wl_life.pending(current, reason=decision.reason, message=decision.message, now=now)
+                    fresh = wl_life.pending(
+                        self._record(current), reason=decision.reason, message=decision.message, now=now
+                    )
                     if fresh is None:
                         return
                     body = fresh
@@ -523,7 +538,7 @@ class Admitter:
         if event is not None:
             await event
         # Users look at their Job, not its Workload: `kubectl describe job` must say why it waits too.
-        owner = wl_life.controlling_owner(written)
+        owner = wl_life.controlling_owner(WorkloadRecord.of(written))
         if owner is not None:
             event = self._event(owner, type="Warning", reason="Pending", message=decision.message, now=now)
             if event is not None:

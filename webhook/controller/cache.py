@@ -1,7 +1,8 @@
 """``ClusterCache``: the one in-memory picture of the cluster that the webhook and the scheduler read.
 
 Owns: the objects informers deliver (one store per kind), a few indexes, each Workload's typed value (decoded
-once per stored version, on first read: ``typed_workload``), the ``ClusterView`` answers the
+once per stored version, on first read: ``typed_workload``), each object's typed view (made once per stored
+version, on first read: ``view``), the ``ClusterView`` answers the
 admission policies ask, and change notification (listeners, key queues, a change counter, per-object waits).
 Must not: talk to the API server or decide anything. Every mutation is a synchronous method, so a read and the
 write that depends on it can never be split by an ``await``.
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from webhook.api import constants, model
+from webhook.api.views import ObjectView, view_of
 from webhook.controller.informer import ChangeType
 from webhook.controller.interner import Interner
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
@@ -29,6 +31,7 @@ from webhook.kube.objects import Object, ObjectKey, key_of, labels_of
 from webhook.kube.resources import Resource
 
 KIND_KEY = tuple[Resource, ObjectKey]
+_View = TypeVar("_View", bound=ObjectView)
 
 
 class Change(NamedTuple):
@@ -96,6 +99,10 @@ class ClusterCache:
         self._woken = asyncio.Event()
         self._journals: list[ChangeJournal] = []
         self._listeners: list[Callable[[Change, bool], None]] = []
+        # The view of a stored object, by the object's id, made on first read (``view``) and dropped when that
+        # object is replaced or deleted (an entry holds its object, so the id cannot be reused while it exists).
+        self._views: dict[int, ObjectView] = {}
+        self.listen(self._forget_view)
 
     # -- feeding (InformerSink) -----------------------------------------------------------------
 
@@ -323,6 +330,25 @@ class ClusterCache:
             self._typed[key] = (workload, typed)
         return typed
 
+    def view(self, resource: Resource, obj: Object, kind: type[_View]) -> _View:
+        """``obj`` read through its typed view, a ``kind`` (``webhook.api.views``): made once per version stored,
+        then shared until that object changes (an object that is not the stored one is viewed each time). Asked
+        as a narrower kind than remembered (a ``BatchJob`` of a generic ``ObjectView``), the narrower is kept."""
+        memo = self._views.get(id(obj))
+        if memo is not None and memo.raw is obj:
+            if isinstance(memo, kind):
+                return memo
+            view = view_of(kind, memo)
+        else:
+            view = kind.of(obj)
+        if self._stores.get(resource, {}).get(key_of(obj)) is obj:
+            self._views[id(obj)] = view
+        return view
+
+    def _forget_view(self, change: Change, quiet: bool) -> None:
+        if change.old is not None:
+            self._views.pop(id(change.old), None)
+
     def workloads_owned_by(self, uid: str) -> list[Object]:
         """Workloads whose ownerReferences name this uid (a Job's, a Pod's)."""
         store = self._store(r.WORKLOAD)
@@ -371,7 +397,10 @@ class ClusterCache:
         """What the API server adds to pods in ``namespace`` (LimitRange defaults, RuntimeClass overhead)."""
         limit_ranges = list(self.items(r.LIMIT_RANGE, namespace)) if r.LIMIT_RANGE in self._stores else []
         classes = list(self.items(r.RUNTIME_CLASS)) if r.RUNTIME_CLASS in self._stores else []
-        return PodDefaults(limit_ranges=limit_ranges, overheads=runtime_overheads(classes))
+        return PodDefaults(
+            limit_ranges=[self.view(r.LIMIT_RANGE, lr, ObjectView) for lr in limit_ranges],
+            overheads=runtime_overheads([self.view(r.RUNTIME_CLASS, rc, ObjectView) for rc in classes]),
+        )
 
     # -- ClusterView (webhook.admission.view) ---------------------------------------------------
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from webhook.api.views import ObjectView, Pod
 from webhook.controller.cache import Change, ClusterCache
 from webhook.controller.workqueue import WorkQueue
 from webhook.jobs import pod_group, registry, suspendable
@@ -104,8 +105,8 @@ class ChangeRouter:
         if not mark:
             return
         self.jobs[resource].add(key)
-        for obj in (change.old, change.new):
-            uid = _meta(obj).get("uid")
+        for view in self._views(change):
+            uid = view.metadata.get("uid")
             if not uid:
                 continue
             for child_resource, child in self._children.get(uid, ()):
@@ -120,8 +121,8 @@ class ChangeRouter:
         self.workloads.add(key)
         for resource, job in self._by_workload.get(key, ()):
             self.jobs[resource].add(job)
-        for obj in (change.old, change.new):
-            for owner in _meta(obj).get("ownerReferences") or []:
+        for view in self._views(change):
+            for owner in view.owner_references:
                 group = str(owner.get("apiVersion", "")).rpartition("/")[0]
                 adapter = registry.by_kind(group, str(owner.get("kind", "")), self._frameworks)
                 if adapter is None:
@@ -144,24 +145,27 @@ class ChangeRouter:
 
     def _group_owner_changed(self, change: Change) -> None:
         adapter = self._group_owners[change.resource]
-        for obj in (change.old, change.new):
-            if obj is None:
-                continue
-            group = adapter.pod_group(obj, change.key.namespace)
+        for view in self._views(change, adapter.view):
+            group = adapter.pod_group(view, change.key.namespace)
             if group:
                 self.groups.add(ObjectKey(change.key.namespace, group))
-            uid = _meta(obj).get("uid")
+            uid = view.metadata.get("uid")
             for workload in self._cache.workloads_owned_by(str(uid)) if uid else ():
                 self.workloads.add(key_of(workload))
 
     # -- indexes ------------------------------------------------------------------------------------------
 
-    def _index_job(self, resource: Resource, key: ObjectKey, job: Object, *, add: bool) -> None:
+    def _views(self, change: Change, kind: type[ObjectView] = ObjectView) -> list[ObjectView]:
+        """The object before and after the change (those there are), as views."""
+        return [self._cache.view(change.resource, o, kind) for o in (change.old, change.new) if o is not None]
+
+    def _index_job(self, resource: Resource, key: ObjectKey, obj: Object, *, add: bool) -> None:
         ref = (resource, key)
+        job = self._cache.view(resource, obj, ObjectView)
         entries: list[tuple[dict[Any, set[JobRef]], Any]] = [
             (self._by_workload, ObjectKey(key.namespace, suspendable.job_workload_name(job, self._kinds[resource])))
         ]
-        for owner in _meta(job).get("ownerReferences") or []:
+        for owner in job.owner_references:
             if owner.get("controller") and owner.get("uid"):
                 entries.append((self._children, str(owner["uid"])))
         for index, at in entries:
@@ -173,7 +177,7 @@ class ChangeRouter:
                     del index[at]
 
     def _index_pod(self, key: ObjectKey, pod: Object, *, add: bool) -> ObjectKey:
-        group = ObjectKey(key.namespace, pod_group.workload_name([pod]))
+        group = ObjectKey(key.namespace, pod_group.workload_name([self._cache.view(POD, pod, Pod)]))
         if add:
             self._group_pods.setdefault(group, set()).add(key)
         elif group in self._group_pods:
@@ -181,7 +185,3 @@ class ChangeRouter:
             if not self._group_pods[group]:
                 del self._group_pods[group]
         return group
-
-
-def _meta(obj: Object | None) -> Mapping[str, Any]:
-    return (obj or {}).get("metadata") or {}

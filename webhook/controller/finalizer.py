@@ -7,17 +7,21 @@ a concurrent change is a conflict, never a lost finalizer of someone else's. Mus
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
 from webhook.controller.cache import ClusterCache
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, key_of
+from webhook.kube.objects import ObjectKey
 from webhook.kube.resources import Resource
 
 
-async def release_in_use(kube: Kube, cache: ClusterCache, resource: Resource, obj: Object) -> bool:
+async def release_in_use(kube: Kube, cache: ClusterCache, resource: Resource, obj: Mapping[str, Any]) -> bool:
     """Removes the finalizer (if present); returns True when the object is gone (it was being deleted)."""
     meta = obj.get("metadata") or {}
+    key = ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
     finalizers = list(meta.get("finalizers") or [])
     if RESOURCE_IN_USE_FINALIZER not in finalizers:
         return False
@@ -27,10 +31,10 @@ async def release_in_use(kube: Kube, cache: ClusterCache, resource: Resource, ob
     try:
         result = await kube.replace(resource, body)
     except errors.NotFound:
-        cache.forget(resource, key_of(obj))
+        cache.forget(resource, key)
         return True
     if meta.get("deletionTimestamp") and not (result.get("metadata") or {}).get("finalizers"):
-        cache.forget(resource, key_of(obj))
+        cache.forget(resource, key)
         return True
     cache.observe(resource, result)
     return False

@@ -17,7 +17,8 @@ again at the new size, since an admitted Workload's pod sets are fixed; scaled t
 Workload the owner kept (step 4) is deleted.
 Steps 2-4 are the state machine every kind shares, taken by ``webhook.controller.statemachine`` (as ``JobSync``'s
 steps 3-7): here is only what each step does to pods (``_Gated``, the gate-per-pod mechanism) and step 1.
-Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes.
+Decisions are ``webhook.jobs.pod_group``'s; this module sequences and writes. Pods, their owner and the Workload
+are read through their views (``ClusterCache.view``, made once per stored version).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from webhook.api.constants import QUEUE_NAME_LABEL
+from webhook.api.views import ObjectView, Pod, WorkloadRecord
 from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -41,7 +43,7 @@ from webhook.jobs.podset import PodSetInfo
 from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, ObjectKey, labels_of
+from webhook.kube.objects import Object, ObjectKey
 from webhook.kube.resources import POD, WORKLOAD, Resource
 from webhook.logs import object_fields
 
@@ -56,11 +58,11 @@ def _idle(leaving: bool) -> JobState:
 class _Owner:
     """The live object a group's pods belong to, when its kind sizes the group (a StatefulSet)."""
 
-    def __init__(self, adapter: PodOwnerAdapter, obj: Object) -> None:
+    def __init__(self, adapter: PodOwnerAdapter, obj: ObjectView) -> None:
         self.adapter = adapter
         self.obj = obj
         self.size = adapter.group_size(obj)
-        self.queue = labels_of(obj).get(QUEUE_NAME_LABEL, "")
+        self.queue = str(obj.labels.get(QUEUE_NAME_LABEL, ""))
 
 
 class PodGroupSync:
@@ -91,14 +93,14 @@ class PodGroupSync:
         found: list[Object] = []
         for adapter, resource in self._owners.values():
             for obj in self._cache.items(resource):
-                meta = obj.get("metadata") or {}
-                namespace = meta.get("namespace", "")
-                group = adapter.pod_group(obj, namespace)
-                if not group or adapter.group_size(obj) != 0 or self._cache.pod_group(namespace, group):
+                owner = self._cache.view(resource, obj, adapter.view)
+                namespace = owner.namespace
+                group = adapter.pod_group(owner, namespace)
+                if not group or adapter.group_size(owner) != 0 or self._cache.pod_group(namespace, group):
                     continue
-                workload = self._cache.workload(namespace, group)
-                owners = ((workload or {}).get("metadata") or {}).get("ownerReferences") or []
-                if any(o.get("uid") == meta.get("uid") for o in owners):
+                workload = self._machine.workload(namespace, group)
+                uid = owner.metadata.get("uid")
+                if workload is not None and any(o.get("uid") == uid for o in workload.owner_references):
                     found.append(obj)
         return found
 
@@ -112,7 +114,7 @@ class PodGroupSync:
             self._cache.forget(WORKLOAD, ObjectKey(meta["namespace"], meta["name"]))
             log.info("deleted the Workload of a pod group scaled to zero", extra=object_fields(workload))
 
-    def _owner(self, pods: Sequence[Object]) -> _Owner | None:
+    def _owner(self, pods: Sequence[Pod]) -> _Owner | None:
         """The live object sizing this group: the controller all its pods share, if its kind sizes groups and it
         names this group (a reference alone is not trusted: the object must exist with that uid)."""
         ref = pod_group.controller_of(pods)
@@ -122,24 +124,28 @@ class PodGroupSync:
         if entry is None:
             return None
         adapter, resource = entry
-        namespace = (pods[0].get("metadata") or {}).get("namespace", "")
+        namespace = pods[0].namespace
         obj = self._cache.get(resource, ObjectKey(namespace, str(ref.get("name", ""))))
-        if obj is None or (obj.get("metadata") or {}).get("uid") != ref.get("uid"):
+        if obj is None:
             return None
-        if adapter.pod_group(obj, namespace) != pod_group.group_of(pods[0]):
+        owner = self._cache.view(resource, obj, adapter.view)
+        if owner.metadata.get("uid") != ref.get("uid") or adapter.pod_group(owner, namespace) != pod_group.group_of(
+            pods[0]
+        ):
             return None
-        return _Owner(adapter, obj)
+        return _Owner(adapter, owner)
 
     def groups(self) -> list[list[Object]]:
         by_workload: dict[tuple[str, str], list[Object]] = {}
         for pod in self._cache.pods():
-            meta = pod.get("metadata") or {}
-            by_workload.setdefault((meta.get("namespace", ""), pod_group.workload_name([pod])), []).append(pod)
+            view = self._cache.view(POD, pod, Pod)
+            by_workload.setdefault((view.namespace, pod_group.workload_name([view])), []).append(pod)
         return list(by_workload.values())
 
-    async def sync(self, group: Sequence[Object], now: datetime.datetime) -> None:
-        namespace = (group[0].get("metadata") or {}).get("namespace", "")
-        workload = self._cache.workload(namespace, pod_group.workload_name(group))
+    async def sync(self, objects: Sequence[Object], now: datetime.datetime) -> None:
+        """One group's pods as the cache holds them; from here on read through their views (made once per version)."""
+        group = [self._cache.view(POD, pod, Pod) for pod in objects]
+        workload = self._machine.workload(group[0].namespace, pod_group.workload_name(group))
         # Deleted pods are no longer the group's, but one still running holds its node: the quota stays.
         pods = [p for p in group if not pod_group.is_leaving(p)]
         leaving = any(pod_group.still_running(p, now) for p in group)
@@ -157,7 +163,7 @@ class PodGroupSync:
             if not done and pod_group.ready_for_workload(pods) and (owner is None or owner.size > 0):
                 await self._create(pods, size=None if owner is None else owner.size)
             return
-        if wl_life.is_finished(workload):
+        if workload.finished:
             return  # (the shared state machine would say CLOSED: a pod group has no finalizer to drop)
         if newcomers := pod_group.unowned(pods, workload):
             workload = await self._adopt(workload, pods, newcomers)
@@ -166,16 +172,16 @@ class PodGroupSync:
 
         # 2-4: the state machine every kind shares; gating is how pods are suspended.
         await self._machine.take_step(workload, _Gated(self, pods, leaving=leaving), now)
-        if owner is not None and (latest := self._cache.workload(namespace, workload["metadata"]["name"])):
+        if owner is not None and (latest := self._machine.workload(workload.namespace, workload.name)):
             # Its quota just went back (evicted as resized, say): the new size now, before the scheduler's turn
             # in this same pass could admit it again at the old one.
             await self._follow(latest, owner, now)
 
     async def _stop(
         self,
-        workload: Object,
-        pods: Sequence[Object],
-        running: Sequence[Mapping[str, Any]],
+        workload: WorkloadRecord,
+        pods: Sequence[Pod],
+        running: Sequence[Pod],
         *,
         leaving: bool,
         now: datetime.datetime,
@@ -183,60 +189,56 @@ class PodGroupSync:
         """4. Running without admission (evicted, say): the pods go (pods cannot be suspended), then the quota."""
         workload = await self._keep(workload, pods, running)
         for pod in running:
-            meta = pod["metadata"]
             with contextlib.suppress(errors.NotFound):
-                last = await self._kube.delete(POD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
-                leaving = leaving or (last is not None and pod_group.still_running(last, now))
-        why = "evicted" if wl_life.is_evicted(workload) else "not admitted by a ClusterQueue"
+                last = await self._kube.delete(POD, pod.name, namespace=pod.namespace, uid=pod.metadata.get("uid"))
+                leaving = leaving or (last is not None and pod_group.still_running(Pod.of(last), now))
+        why = "evicted" if workload.evicted else "not admitted by a ClusterQueue"
         for pod in running:
-            await self._events.record(pod, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
+            await self._events.record(pod.raw, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
         # Gone at once (never on a node): the quota now; still stopping on their nodes: once they are gone.
-        if wl_life.is_evicted(workload) and wl_life.holds_quota(workload) and not leaving:
+        if workload.evicted and workload.holds_quota and not leaving:
             await self._write_status(wl_life.released(workload, now=now))
 
-    async def _sync_queue_label(self, pods: Sequence[Object], owner: _Owner) -> bool:
+    async def _sync_queue_label(self, pods: Sequence[Pod], owner: _Owner) -> bool:
         """The owner's queue goes down to its pods (its webhook changes it only while the group waits, and its
         template's label only reaches pods made later); True when a pod was changed."""
         if not owner.queue or owner.size == 0:
             return False
         changed = False
         for pod in pods:
-            if labels_of(pod).get(QUEUE_NAME_LABEL) != owner.queue:
-                meta = pod["metadata"]
+            if pod.labels.get(QUEUE_NAME_LABEL) != owner.queue:
                 body = {"metadata": {"labels": {QUEUE_NAME_LABEL: owner.queue}}}
                 with contextlib.suppress(errors.NotFound):
-                    self._cache.observe(
-                        POD, await self._kube.patch(POD, meta["name"], body, namespace=meta["namespace"])
-                    )
+                    self._cache.observe(POD, await self._kube.patch(POD, pod.name, body, namespace=pod.namespace))
                     changed = True
         return changed
 
-    async def _follow(self, workload: Object, owner: _Owner, now: datetime.datetime) -> Object:
+    async def _follow(self, workload: WorkloadRecord, owner: _Owner, now: datetime.datetime) -> WorkloadRecord:
         """The Workload follows its owner's size and queue: updated while pending; admitted at another size, it is
         evicted (its pod sets are fixed while it holds quota) and, once its pods are stopped, queued again."""
         count = pod_group.count_of(workload)
-        queue = str((workload.get("spec") or {}).get("queueName") or "")
+        queue = str(workload.spec.get("queueName") or "")
         if owner.size == 0 or (count == owner.size and queue == (owner.queue or queue)):
             return workload
-        if not wl_life.holds_quota(workload):
-            result = await self._kube.replace(
+        if not workload.holds_quota:
+            written = await self._kube.replace(
                 WORKLOAD, pod_group.resized(workload, size=owner.size, queue=owner.queue or queue)
             )
-            self._cache.observe(WORKLOAD, result)
+            self._cache.observe(WORKLOAD, written)
             message = (
                 f"Workload follows its {owner.adapter.kind.kind}: {owner.size} pods in queue {owner.queue or queue}"
             )
-            await self._events.record(owner.obj, type="Normal", reason="UpdatedWorkload", message=message, now=now)
-            return result
-        if count == owner.size or wl_life.is_evicted(workload):
+            await self._events.record(owner.obj.raw, type="Normal", reason="UpdatedWorkload", message=message, now=now)
+            return WorkloadRecord.of(written)
+        if count == owner.size or workload.evicted:
             return workload
-        kind, name = owner.adapter.kind.kind, owner.obj["metadata"]["name"]
+        kind, name = owner.adapter.kind.kind, owner.obj.name
         message = f"{kind} {name} scaled from {count} to {owner.size} pods: queued again for the new size"
         result = await self._write_status(wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now))
-        await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
+        await self._events.record(workload.raw, type="Normal", reason="Evicted", message=message, now=now)
         return result
 
-    async def _create(self, pods: Sequence[Object], *, size: int | None = None) -> None:
+    async def _create(self, pods: Sequence[Pod], *, size: int | None = None) -> None:
         first = pods[0]
         priority = self._machine.priority(first, template_spec=pod_group.ADAPTER.priority_template(first))
         body = pod_group.workload_for(pods, priority=priority.value, size=size)
@@ -244,62 +246,57 @@ class PodGroupSync:
             body["spec"]["priorityClassRef"] = priority_class_ref_wire(priority.source, priority.class_name)
         await self._machine.create_workload(body, subjects=pods)
 
-    async def _release(
-        self, pods: Sequence[Object], workload: Mapping[str, Any], infos: Mapping[str, PodSetInfo]
-    ) -> None:
+    async def _release(self, pods: Sequence[Pod], workload: WorkloadRecord, infos: Mapping[str, PodSetInfo]) -> None:
         """3. Admitted: the gated pods, up to each PodSet's count, ungated with the flavors (``PodSetMergeError``
         when a pod's node selector conflicts with them)."""
-        cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        cq = (workload.status.get("admission") or {}).get("clusterQueue", "")
         for pod in pod_group.releasable(pods, workload):
-            meta = pod["metadata"]
             patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
-            result = await self._kube.patch(POD, meta["name"], patch, namespace=meta["namespace"])
+            result = await self._kube.patch(POD, pod.name, patch, namespace=pod.namespace)
             self._cache.observe(POD, result)
-            await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
-        log.debug("pod group released", extra=object_fields(dict(workload)))
+            await self._events.record(
+                pod.raw, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}"
+            )
+        log.debug("pod group released", extra=object_fields(workload.raw))
 
-    async def _keep(self, workload: Object, group: Sequence[Object], stopping: Sequence[Mapping[str, Any]]) -> Object:
+    async def _keep(self, workload: WorkloadRecord, group: Sequence[Pod], stopping: Sequence[Pod]) -> WorkloadRecord:
         """A Workload whose every owner is about to be deleted would be garbage-collected with them, and with it
         the eviction and the requeue: the pods' controller (a StatefulSet, which makes them again, gated) owns it
         until the first of those new pods joins (``_adopt`` drops it then), as Kueue's pod finalizers keep a
         group's Workload across its pods' replacement."""
         keeper = pod_group.controller_of(group)
-        gone = {(p.get("metadata") or {}).get("uid") for p in stopping}
+        gone = {p.metadata.get("uid") for p in stopping}
         # Owners that stay: pods of the group not being stopped (pods deleted already, by a scale-down say, do not).
-        staying = {(p.get("metadata") or {}).get("uid") for p in group} - gone
-        owners = list((workload.get("metadata") or {}).get("ownerReferences") or [])
+        staying = {p.metadata.get("uid") for p in group} - gone
+        owners = list(workload.owner_references)
         if keeper is None or any(o.get("uid") in staying or o.get("uid") == keeper["uid"] for o in owners):
             return workload
-        meta = workload["metadata"]
+        return await self._patch_owners(workload, [*owners, keeper])
+
+    async def _patch_owners(self, workload: WorkloadRecord, owners: list[Any]) -> WorkloadRecord:
         result = await self._kube.patch(
-            WORKLOAD, meta["name"], {"metadata": {"ownerReferences": [*owners, keeper]}}, namespace=meta["namespace"]
+            WORKLOAD, workload.name, {"metadata": {"ownerReferences": owners}}, namespace=workload.namespace
         )
         self._cache.observe(WORKLOAD, result)
-        return result
+        return WorkloadRecord.of(result)
 
-    async def _adopt(self, workload: Object, group: Sequence[Object], newcomers: Sequence[Mapping[str, Any]]) -> Object:
+    async def _adopt(self, workload: WorkloadRecord, group: Sequence[Pod], newcomers: Sequence[Pod]) -> WorkloadRecord:
         """The Workload goes only when its last pod goes: pods that joined after it was created own it too
         (references to pods gone are dropped, so a StatefulSet's replaced pods do not pile up, and so is the
         StatefulSet that kept it while its pods were replaced: ``_keep``)."""
-        meta = workload["metadata"]
-        present = {(p.get("metadata") or {}).get("uid") for p in group}
-        kept = [o for o in meta.get("ownerReferences") or [] if o.get("uid") in present]
-        owners = [*kept, *(pod_group.owner_ref(p) for p in newcomers)]
-        result = await self._kube.patch(
-            WORKLOAD, meta["name"], {"metadata": {"ownerReferences": owners}}, namespace=meta["namespace"]
-        )
-        self._cache.observe(WORKLOAD, result)
-        return result
+        present = {p.metadata.get("uid") for p in group}
+        kept = [o for o in workload.owner_references if o.get("uid") in present]
+        return await self._patch_owners(workload, [*kept, *(pod_group.owner_ref(p) for p in newcomers)])
 
-    async def _write_status(self, workload: Object) -> Object:
-        return await self._machine.write_status(workload)
+    async def _write_status(self, body: Object) -> WorkloadRecord:
+        return await self._machine.write_status(body)
 
 
 class _Gated:
     """The mechanism of pods gated one by one, for one group: what each step of the state machine does to it
     (released is ungated; stopped is deleted, since pods cannot be suspended; nothing to restore)."""
 
-    def __init__(self, sync: PodGroupSync, pods: Sequence[Object], *, leaving: bool) -> None:
+    def __init__(self, sync: PodGroupSync, pods: Sequence[Pod], *, leaving: bool) -> None:
         self._sync = sync
         self._pods = pods
         self._leaving = leaving
@@ -314,20 +311,20 @@ class _Gated:
         message = "All pods succeeded" if self._succeeded else "Some pods failed"
         return Finish(done=self._done, succeeded=self._succeeded, message=message)
 
-    async def let_go(self, workload: Object) -> None:
+    async def let_go(self, workload: WorkloadRecord) -> None:
         return None  # a pod group holds no finalizer on its Workload
 
-    async def restore(self, workload: Object) -> None:
+    async def restore(self, workload: WorkloadRecord) -> None:
         return None  # a deleted pod is made again from its owner's template: nothing of the flavor stays
 
-    async def fits(self, workload: Object, now: datetime.datetime) -> bool:
+    async def fits(self, workload: WorkloadRecord, now: datetime.datetime) -> bool:
         return True  # pods beyond an admitted count are not released (``pod_group.releasable``)
 
-    async def release(self, workload: Object, infos: Mapping[str, PodSetInfo], now: datetime.datetime) -> None:
+    async def release(self, workload: WorkloadRecord, infos: Mapping[str, PodSetInfo], now: datetime.datetime) -> None:
         await self._sync._release(self._pods, workload, infos)
 
-    def pods_ready(self, workload: Object) -> bool:
+    def pods_ready(self, workload: WorkloadRecord) -> bool:
         return pod_group.pods_ready(self._pods, workload)
 
-    async def stop(self, workload: Object, now: datetime.datetime) -> None:
+    async def stop(self, workload: WorkloadRecord, now: datetime.datetime) -> None:
         await self._sync._stop(workload, self._pods, self._running, leaving=self._leaving, now=now)

@@ -17,7 +17,6 @@ from typing import Any
 from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
 from webhook.controller.cache import ClusterCache
 from webhook.controller.finalizer import release_in_use
-from webhook.jobs import workload as wl_life
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object
 from webhook.kube.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, Resource
@@ -48,11 +47,8 @@ class QueueFinalizers:
         cqs = self._cache.cluster_queues()
         # 1. ClusterQueues with no quota held in them.
         if any(_terminating(cq) for cq in cqs):
-            in_use = {
-                ((w.get("status") or {}).get("admission") or {}).get("clusterQueue")
-                for w in self._cache.workloads()
-                if wl_life.holds_quota(w)
-            }
+            held = (self._cache.typed_workload(w).status for w in self._cache.workloads())
+            in_use = {s.admission.cluster_queue for s in held if s.holds_quota and s.admission is not None}
             for cq in cqs:
                 if _terminating(cq) and cq["metadata"]["name"] not in in_use:
                     await self._release(CLUSTER_QUEUE, cq)

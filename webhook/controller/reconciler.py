@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from webhook.api.configuration import WaitForPodsReady
+from webhook.api.views import Pod
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.changes import ChangeRouter
@@ -53,7 +54,7 @@ from webhook.jobs import pod_group, registry
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.objects import Object, ObjectKey, key_of
-from webhook.kube.resources import WORKLOAD, Resource
+from webhook.kube.resources import POD, WORKLOAD, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
@@ -224,7 +225,7 @@ class Reconciler:
         groups = pods.groups() if everything else [g for k in sorted(keys) if (g := self._router.group_pods(k))]
         await self._each(groups, lambda group: pods.sync(group, now), queue=work, now=now)
         for group in groups:
-            if any(pod_group.is_leaving(p) for p in group):
+            if any(pod_group.is_leaving(self._cache.view(POD, p, Pod)) for p in group):
                 work.add(_group_key(group))
 
     def _workloads_to_sync(self, now: datetime.datetime) -> list[Object]:
@@ -298,5 +299,5 @@ class Reconciler:
 
 def _group_key(group: list[Object]) -> ObjectKey:
     """A pod group's key in the router: its namespace and the name of its Workload."""
-    namespace = (group[0].get("metadata") or {}).get("namespace", "")
-    return ObjectKey(namespace, pod_group.workload_name(group))
+    first = Pod.of(group[0])
+    return ObjectKey(first.metadata.get("namespace", ""), pod_group.workload_name([first]))

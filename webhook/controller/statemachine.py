@@ -17,6 +17,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from webhook.api.views import ObjectView, WorkloadRecord, section
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder, EventType
 from webhook.jobs import workload as wl_life
@@ -37,7 +38,7 @@ class Mechanism(Protocol):
     def state(self) -> JobState: ...
 
     @property
-    def subjects(self) -> Sequence[Object]:
+    def subjects(self) -> Sequence[ObjectView]:
         """What events about it are recorded on: the job, or the group's pods."""
         ...
 
@@ -45,25 +46,25 @@ class Mechanism(Protocol):
         """Whether it has ended, and how (step 3's message)."""
         ...
 
-    async def let_go(self, workload: Object) -> None:
+    async def let_go(self, workload: WorkloadRecord) -> None:
         """Its Workload has finished: nothing of the job holds on to it any more (a finalizer)."""
         ...
 
-    async def restore(self, workload: Object) -> None:
+    async def restore(self, workload: WorkloadRecord) -> None:
         """4. Stopped: its templates back as the Workload recorded them, once the API server allows it."""
         ...
 
-    async def fits(self, workload: Object, now: datetime.datetime) -> bool:
+    async def fits(self, workload: WorkloadRecord, now: datetime.datetime) -> bool:
         """5. Admitted: whether it still fits the admission; when it does not, it has been dealt with."""
         ...
 
-    async def release(self, workload: Object, infos: Mapping[str, PodSetInfo], now: datetime.datetime) -> None:
+    async def release(self, workload: WorkloadRecord, infos: Mapping[str, PodSetInfo], now: datetime.datetime) -> None:
         """5. Let it run with the admitted flavors; ``PodSetMergeError`` when they cannot be applied."""
         ...
 
-    def pods_ready(self, workload: Object) -> bool: ...
+    def pods_ready(self, workload: WorkloadRecord) -> bool: ...
 
-    async def stop(self, workload: Object, now: datetime.datetime) -> None:
+    async def stop(self, workload: WorkloadRecord, now: datetime.datetime) -> None:
         """6. Running without admission: stop it (an evicted Workload's quota goes back now or at step 7)."""
         ...
 
@@ -77,12 +78,12 @@ class StateMachine:
         self._events = events
         self._track_pods_ready = track_pods_ready  # waitForPodsReady: keep the Workload's PodsReady current
 
-    async def take_step(self, workload: Object, job: Mechanism, now: datetime.datetime) -> None:
+    async def take_step(self, workload: WorkloadRecord, job: Mechanism, now: datetime.datetime) -> None:
         """Steps 3-7 for a job that has its Workload."""
         step = next_step(workload, job.state)
         if step is Step.FINISH:
             # 3. Finished: the quota goes back.
-            if not wl_life.is_finished(workload):
+            if not workload.finished:
                 end = job.ended()
                 workload = await self.write_status(
                     wl_life.finished(workload, succeeded=end.succeeded, message=end.message, now=now)
@@ -111,8 +112,8 @@ class StateMachine:
             # 7. Evicted and stopped, no pod of it left running: the quota goes back, the Workload is requeued.
             await self.write_status(wl_life.released(workload, now=now))
 
-    async def _release(self, workload: Object, job: Mechanism, now: datetime.datetime) -> None:
-        admission = (workload.get("status") or {}).get("admission") or {}
+    async def _release(self, workload: WorkloadRecord, job: Mechanism, now: datetime.datetime) -> None:
+        admission = section(workload.status, "admission")
         flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
         try:
             await job.release(workload, podset_infos(admission, flavors), now)
@@ -120,9 +121,14 @@ class StateMachine:
             await self.write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
             await self.tell(job.subjects, type="Warning", reason="FailedToStart", message=str(exc), now=now)
 
+    def workload(self, namespace: str, name: str) -> WorkloadRecord | None:
+        """The cached Workload of that name, as the steps read it (its view, made once per version)."""
+        obj = self._cache.workload(namespace, name)
+        return None if obj is None else self._cache.view(WORKLOAD, obj, WorkloadRecord)
+
     # -- the writes every kind shares ---------------------------------------------------------------------------
 
-    def priority(self, obj: Mapping[str, Any], *, template_spec: Mapping[str, Any]) -> Priority:
+    def priority(self, obj: ObjectView, *, template_spec: Mapping[str, Any]) -> Priority:
         return resolve(
             obj,
             workload_priority_classes={
@@ -132,7 +138,7 @@ class StateMachine:
             template_spec=template_spec,
         )
 
-    async def create_workload(self, body: Object, *, subjects: Iterable[Object]) -> Object | None:
+    async def create_workload(self, body: Object, *, subjects: Iterable[ObjectView]) -> Object | None:
         """Step 1's Workload; None when it exists already (the cache has not seen it yet: the next pass will)."""
         try:
             created = await self._kube.create(WORKLOAD, body)
@@ -143,14 +149,15 @@ class StateMachine:
         await self.tell(subjects, type="Normal", reason="CreatedWorkload", message=message)
         return created
 
-    async def write_status(self, workload: Object) -> Object:
-        result = await self._kube.replace_status(WORKLOAD, workload)
+    async def write_status(self, body: Object) -> WorkloadRecord:
+        """Writes a Workload's status; the Workload written, as the next step reads it."""
+        result = await self._kube.replace_status(WORKLOAD, body)
         self._cache.observe(WORKLOAD, result)
-        return result
+        return WorkloadRecord.of(result)
 
     async def tell(
         self,
-        subjects: Iterable[Object],
+        subjects: Iterable[ObjectView],
         *,
         type: EventType,
         reason: str,
@@ -158,4 +165,4 @@ class StateMachine:
         now: datetime.datetime | None = None,
     ) -> None:
         for subject in subjects:
-            await self._events.record(subject, type=type, reason=reason, message=message, now=now)
+            await self._events.record(subject.raw, type=type, reason=reason, message=message, now=now)

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from webhook.api import conditions, model
 from webhook.api.configuration import WaitForPodsReady
 from webhook.api.constants import COND_REQUEUED, RESOURCE_IN_USE_FINALIZER
+from webhook.api.views import WorkloadRecord
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import release_in_use
@@ -98,7 +99,7 @@ class WorkloadSync:
         )
         bare = owner is None and not owned_by_pods
         if bare and typed.status.evicted and typed.status.holds_quota:
-            await self._write_status(wl_life.released(workload, now=now))
+            await self._write_status(wl_life.released(self._record(workload), now=now))
         # A reactivated Workload is requeued.
         if evictions.reactivated(typed):
             status = dict(workload.get("status") or {})
@@ -117,13 +118,19 @@ class WorkloadSync:
         if eviction.deactivate:
             workload = await self._deactivate(workload)
         if eviction.requeue_at is not None:  # a pods-ready timeout, requeued with backoff
-            body = wl_life.timed_out(workload, message=eviction.message, requeue_at=eviction.requeue_at, now=now)
+            body = wl_life.timed_out(
+                self._record(workload), message=eviction.message, requeue_at=eviction.requeue_at, now=now
+            )
             await self._write_status(body)
             await self._events.record(workload, type="Normal", reason="Evicted", message=eviction.message, now=now)
             return
         await self._evict(workload, eviction.reason, eviction.message, now)
 
     # -- helpers --------------------------------------------------------------------------------------------
+
+    def _record(self, workload: Object) -> WorkloadRecord:
+        """The Workload as its lifecycle writes read it: the whole object (``typed`` leaves templates out)."""
+        return self._cache.view(WORKLOAD, workload, WorkloadRecord)
 
     def _job_owner(self, workload: model.Workload) -> tuple[model.OwnerReference | None, Resource | None]:
         """The controller owner of an enabled kind suspended as a whole, and its resource; (None, None) else."""
@@ -164,7 +171,7 @@ class WorkloadSync:
         return result
 
     async def _evict(self, workload: Object, reason: str, message: str, now: datetime.datetime) -> None:
-        await self._write_status(wl_life.evicted(workload, reason=reason, message=message, now=now))
+        await self._write_status(wl_life.evicted(self._record(workload), reason=reason, message=message, now=now))
         await self._events.record(workload, type="Normal", reason="Evicted", message=f"{reason}: {message}", now=now)
         log.info("evicted %s", reason, extra=object_fields(workload))
 

@@ -3,8 +3,9 @@ generic job reconciler and RBAC can manage it (Kueue's ``GenericJob``).
 
 Owns: ``JobKind`` (the kind's API coordinates), ``Problem`` (a kind-specific admission complaint, pure), and the
 ``JobAdapter`` protocol every kind module implements. An adapter is a module-level object of pure functions over
-the kind's object: its typed view (``webhook.api.views``), or the object as the API server sends it, which
-the adapter decodes on entry (``ObjectLike``); it never does I/O and never decides *when* to act. What it returns
+the kind's object, read through its typed view (``webhook.api.views``, of the kind's ``view``), which the
+caller makes once at its edge (the controller's cache, the object under review): an adapter never sees a dict,
+never does I/O and never decides *when* to act. What it returns
 to be written (a released job, say) is a copy of the whole object.
 Must not: know HTTP, the client, or any other kind.
 """
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from webhook.api.views import ObjectLike
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo
 
@@ -67,6 +68,12 @@ class JobAdapter(Protocol):
     def kind(self) -> JobKind: ...
 
     @property
+    def view(self) -> type[ObjectView]:
+        """The typed view its objects are read through (``webhook.api.views``): the controller takes each object's
+        view of this kind from the cache, once per version, and hands it to the functions below."""
+        ...
+
+    @property
     def managed_through_pods(self) -> bool:
         """Its pods are gated one by one (pod groups) instead of the object being suspended as a whole."""
         ...
@@ -82,7 +89,7 @@ class JobAdapter(Protocol):
         """Kinds this kind's controller creates; their objects are left to this kind while it is enabled."""
         ...
 
-    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
         """The pod spec whose ``priorityClassName`` gives the job's pod priority (Kueue: the first template)."""
         ...
 
@@ -91,16 +98,16 @@ class PodOwnerAdapter(JobAdapter, Protocol):
     """A kind managed through the pods its controller creates (Deployment, StatefulSet): its webhook stamps the
     pod template so those pods reach the pod webhook as queued pods; it is never suspended itself."""
 
-    def template_stamp(self, obj: ObjectLike, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+    def template_stamp(self, obj: ObjectView, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
         """The labels and annotations its pod template gets beyond the queue and priority labels (a pod group's
         name and size, say)."""
         ...
 
-    def pod_group(self, obj: ObjectLike, namespace: str) -> str:
+    def pod_group(self, obj: ObjectView, namespace: str) -> str:
         """The pod group its pods form (the name of their one Workload), or "" when they are admitted one by one."""
         ...
 
-    def update_problems(self, old: ObjectLike, new: ObjectLike, *, admitted: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectView, new: ObjectView, *, admitted: bool) -> list[Problem]:
         """What this kind refuses on an update of a managed object; ``admitted``: its pod group's Workload is."""
         ...
 
@@ -110,7 +117,7 @@ class PodOwnerAdapter(JobAdapter, Protocol):
         (read only), since a resize may come through a subresource (``/scale``) no webhook of the kind sees."""
         ...
 
-    def group_size(self, obj: ObjectLike) -> int:
+    def group_size(self, obj: ObjectView) -> int:
         """How many pods its pod group has now (a StatefulSet's ``spec.replicas``); only when ``sizes_group``."""
         ...
 
@@ -119,61 +126,61 @@ class SuspendableAdapter(JobAdapter, Protocol):
     """A kind suspended and released as a whole through ``spec.suspend`` (batch Job, JobSet, Ray, ...): the
     generic job reconciler and the shared job webhook rules drive it."""
 
-    def pod_sets(self, job: ObjectLike, defaults: PodDefaults) -> list[JSON]:
+    def pod_sets(self, job: ObjectView, defaults: PodDefaults) -> list[JSON]:
         """The Workload's ``spec.podSets``: names, counts, templates as the API server will admit the pods."""
         ...
 
-    def pod_count(self, job: ObjectLike) -> int:
+    def pod_count(self, job: ObjectView) -> int:
         """All the pods that run at once (what a resize changes)."""
         ...
 
-    def is_suspended(self, job: ObjectLike) -> bool: ...
+    def is_suspended(self, job: ObjectView) -> bool: ...
 
-    def suspended(self, job: ObjectLike) -> JSON:
+    def suspended(self, job: ObjectView) -> JSON:
         """Step 1 of stopping: suspended and marked as stopping."""
         ...
 
-    def is_stopping(self, job: ObjectLike) -> bool:
+    def is_stopping(self, job: ObjectView) -> bool:
         """Suspended by ``suspended`` but its templates not yet ``restored``."""
         ...
 
-    def template_mutable(self, job: ObjectLike) -> bool:
+    def template_mutable(self, job: ObjectView) -> bool:
         """Whether the API server accepts a restored template now."""
         ...
 
-    def has_active_pods(self, job: ObjectLike) -> bool:
+    def has_active_pods(self, job: ObjectView) -> bool:
         """Pods of a suspended job still running: the quota stays held until they are gone."""
         ...
 
-    def released(self, job: ObjectLike, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+    def released(self, job: ObjectView, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
         """Unsuspended, each pod set's flavor injected (``counts``: the admitted count per pod set)."""
         ...
 
-    def restored(self, job: ObjectLike, workload: ObjectLike) -> JSON:
+    def restored(self, job: ObjectView, workload: WorkloadRecord) -> JSON:
         """Step 2 of stopping: the templates (and counts) as the Workload recorded them."""
         ...
 
-    def finished(self, job: ObjectLike) -> Finish: ...
+    def finished(self, job: ObjectView) -> Finish: ...
 
-    def pods_ready(self, job: ObjectLike) -> bool: ...
+    def pods_ready(self, job: ObjectView) -> bool: ...
 
-    def matches_workload(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> bool:
+    def matches_workload(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> bool:
         """Whether the pending ``workload`` still describes ``job`` (pod sets, counts, containers)."""
         ...
 
-    def admission_mismatch(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> str | None:
+    def admission_mismatch(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> str | None:
         """Why the admitted ``workload`` does not cover ``job`` as it is now; None when it does."""
         ...
 
-    def shape_changed(self, old: ObjectLike, new: ObjectLike) -> bool:
+    def shape_changed(self, old: ObjectView, new: ObjectView) -> bool:
         """The pods the job runs may differ between ``old`` and ``new`` (their number or their templates)."""
         ...
 
-    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
         """What this kind refuses on creation (beyond the shared label rules); ``managed``: whether Turnstile
         queues this job (a kind may refuse some things only then, e.g. Ray's autoscaling)."""
         ...
 
-    def update_problems(self, old: ObjectLike, new: ObjectLike, *, managed: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectView, new: ObjectView, *, managed: bool) -> list[Problem]:
         """What this kind refuses on update (beyond the shared rules)."""
         ...

@@ -2,8 +2,10 @@
 
 Pure transformations of Job and Workload objects. The reconciler decides *when* to call them and writes the
 results with optimistic concurrency; nothing here talks to the API server. A Job is read through its typed view
-(``webhook.api.views.BatchJob``, a Workload through ``WorkloadRecord``): each function takes a view or the
-object as the API server sent it, decoded on entry; what is written is a copy of the whole object.
+(``webhook.api.views.BatchJob``, a Workload through ``WorkloadRecord``), made once by the caller; a generic
+``ObjectView`` is read as a ``BatchJob`` without splitting the object again. ``workload_for`` and ``released``
+also take the Job as sent (``ObjectLike``), for callers outside the reconciler. What is written is a copy of the
+whole object.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from webhook.api.constants import (
 from webhook.api.copies import writable
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
-from webhook.api.views import BatchJob, ObjectLike, PodTemplateView, WorkloadRecord, view_of
+from webhook.api.views import BatchJob, ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
 from webhook.api.workload import priority_class_ref_wire
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.naming import job_workload_name
@@ -38,11 +40,11 @@ GROUP = "batch"
 _CONTROLLER_UID_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
 
 
-def is_suspended(job: ObjectLike) -> bool:
+def is_suspended(job: ObjectView) -> bool:
     return view_of(BatchJob, job).suspend
 
 
-def finished(job: ObjectLike) -> tuple[bool, bool, str]:
+def finished(job: ObjectView) -> tuple[bool, bool, str]:
     """(finished, succeeded, message) from the Job's Complete/Failed conditions."""
     for condition in view_of(BatchJob, job).conditions:
         if condition.get("status") != "True":
@@ -54,7 +56,7 @@ def finished(job: ObjectLike) -> tuple[bool, bool, str]:
     return False, False, ""
 
 
-def pods_ready(job: ObjectLike) -> bool:
+def pods_ready(job: ObjectView) -> bool:
     """All the pods it runs at once are ready or already succeeded (Kueue's PodsReady for a batch Job).
 
     Pods that succeeded but that the Job controller has not counted yet (``uncountedTerminatedPods``, between
@@ -64,12 +66,12 @@ def pods_ready(job: ObjectLike) -> bool:
     return view.ready + view.succeeded + view.uncounted_succeeded >= view.pod_count
 
 
-def pod_count(job: ObjectLike) -> int:
+def pod_count(job: ObjectView) -> int:
     """Pods that run at once: parallelism, capped by completions when set (Kueue's PodSet count)."""
     return view_of(BatchJob, job).pod_count
 
 
-def podsets(job: ObjectLike, defaults: PodDefaults | None = None) -> list[JSON]:
+def podsets(job: ObjectView, defaults: PodDefaults | None = None) -> list[JSON]:
     """The Workload's ``spec.podSets`` for this Job: one PodSet named ``main``, its template as the API server
     will admit the pods (``defaults``: the namespace's LimitRange defaults and RuntimeClass overhead)."""
     view = view_of(BatchJob, job)
@@ -90,7 +92,7 @@ def _admitted_template(job: BatchJob, defaults: PodDefaults | None) -> JSON:
     return (defaults or PodDefaults()).apply(job.template.raw)
 
 
-def max_execution_time(job: ObjectLike) -> int | None:
+def max_execution_time(job: ObjectView) -> int | None:
     value = view_of(BatchJob, job).labels.get(MAX_EXEC_TIME_LABEL)
     return int(value) if value is not None else None
 
@@ -105,7 +107,8 @@ def workload_for(
 ) -> JSON:
     """The Workload that represents ``job``, owned by it (a controller owner reference), with Kueue's
     ``resource-in-use`` finalizer: while it holds quota, deleting it must not free the quota before the job
-    has stopped (the reconciler removes the finalizer then)."""
+    has stopped (the reconciler removes the finalizer then). ``job``: its view, or the Job as sent, for callers
+    outside the reconciler (``turnstile fit``)."""
     view = view_of(BatchJob, job)
     spec: JSON = {"podSets": podsets(view, defaults), "priority": priority}
     if (queue := queue_name(view)) is not None:
@@ -118,9 +121,9 @@ def workload_for(
     return owned_workload(view, name=name, owner_api_version="batch/v1", owner_kind=KIND, spec=spec)
 
 
-def matches_workload(job: ObjectLike, workload: ObjectLike, defaults: PodDefaults | None = None) -> bool:
+def matches_workload(job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults | None = None) -> bool:
     """Whether ``workload`` still describes ``job`` (owner, pod count and template of a suspended job)."""
-    view, record = view_of(BatchJob, job), view_of(WorkloadRecord, workload)
+    view, record = view_of(BatchJob, job), workload
     if not record.controlled_by(view.metadata.get("uid")):
         return False
     recorded = record.pod_sets
@@ -133,7 +136,7 @@ def matches_workload(job: ObjectLike, workload: ObjectLike, defaults: PodDefault
     return bool(recorded[0].template.containers == PodTemplateView.of(expected[0]["template"]).containers)
 
 
-def admission_mismatch(job: ObjectLike, workload: ObjectLike, defaults: PodDefaults | None = None) -> str | None:
+def admission_mismatch(job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults | None = None) -> str | None:
     """Why the admitted ``workload`` does not cover ``job`` as it is now, or None when it does.
 
     Kueue's "no matching Workload" check for an admitted job, on what quota is about: the job may run no more
@@ -141,7 +144,7 @@ def admission_mismatch(job: ObjectLike, workload: ObjectLike, defaults: PodDefau
     RuntimeClass overhead, requests from limits) may ask for no more of any resource than the admission charged
     per pod. A job that asks for less keeps running; one that asks for more is stopped and queued again.
     """
-    admitted = _admitted_pod_set(view_of(WorkloadRecord, workload))
+    admitted = _admitted_pod_set(workload)
     if admitted is None:
         return f"the Workload has no admission for pod set {DEFAULT_PODSET_NAME!r} alone"
     count, usage = admitted
@@ -182,7 +185,8 @@ def _pod_excess(template: PodTemplateView, usage: Mapping[str, Any], count: int)
 
 
 def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count: int | None = None) -> JSON:
-    """The Job unsuspended, with the admitted flavors injected into its template."""
+    """The Job unsuspended, with the admitted flavors injected into its template (``job``: its view, or the Job as
+    sent, for callers outside the reconciler)."""
     view = view_of(BatchJob, job)
     result = writable(view.raw)
     spec = result["spec"]
@@ -198,7 +202,7 @@ def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count
     return result
 
 
-def suspended(job: ObjectLike) -> JSON:
+def suspended(job: ObjectView) -> JSON:
     """Step 1 of stopping: the Job suspended and marked as stopping (its pods are being removed)."""
     result = writable(view_of(BatchJob, job).raw)
     result["spec"]["suspend"] = True
@@ -206,12 +210,12 @@ def suspended(job: ObjectLike) -> JSON:
     return result
 
 
-def is_stopping(job: ObjectLike) -> bool:
+def is_stopping(job: ObjectView) -> bool:
     """Suspended by ``suspended`` but its template not yet ``restored``."""
     return STOPPING_ANNOTATION in view_of(BatchJob, job).annotations
 
 
-def template_mutable(job: ObjectLike) -> bool:
+def template_mutable(job: ObjectView) -> bool:
     """Whether the API server accepts changes to the scheduling directives of the Job's pod template now.
 
     Only a suspended Job with no active pods that never started, or that the Job controller has marked
@@ -226,10 +230,10 @@ def template_mutable(job: ObjectLike) -> bool:
     return view.has_condition("Suspended")
 
 
-def restored(job: ObjectLike, workload: ObjectLike) -> JSON:
+def restored(job: ObjectView, workload: WorkloadRecord) -> JSON:
     """Step 2 of stopping (after ``status.startTime`` is cleared): the template and parallelism as recorded."""
     result = writable(view_of(BatchJob, job).raw)
-    recorded = view_of(WorkloadRecord, workload).pod_sets
+    recorded = workload.pod_sets
     if recorded:
         original = recorded[0]
         result["spec"]["template"] = restore(result["spec"].get("template") or {}, original.template.raw)
@@ -280,61 +284,62 @@ class BatchJobAdapter:
 
     framework = "batch/job"
     kind = JobKind(GROUP, "v1", "jobs", KIND)
+    view = BatchJob
     managed_through_pods = False
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def pod_sets(self, job: ObjectLike, defaults: PodDefaults) -> list[JSON]:
+    def pod_sets(self, job: ObjectView, defaults: PodDefaults) -> list[JSON]:
         return podsets(job, defaults)
 
-    def pod_count(self, job: ObjectLike) -> int:
+    def pod_count(self, job: ObjectView) -> int:
         return pod_count(job)
 
-    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
         return view_of(BatchJob, job).template.spec
 
-    def is_suspended(self, job: ObjectLike) -> bool:
+    def is_suspended(self, job: ObjectView) -> bool:
         return is_suspended(job)
 
-    def suspended(self, job: ObjectLike) -> JSON:
+    def suspended(self, job: ObjectView) -> JSON:
         return suspended(job)
 
-    def is_stopping(self, job: ObjectLike) -> bool:
+    def is_stopping(self, job: ObjectView) -> bool:
         return is_stopping(job)
 
-    def template_mutable(self, job: ObjectLike) -> bool:
+    def template_mutable(self, job: ObjectView) -> bool:
         return template_mutable(job)
 
-    def has_active_pods(self, job: ObjectLike) -> bool:
+    def has_active_pods(self, job: ObjectView) -> bool:
         return bool(view_of(BatchJob, job).active)
 
-    def released(self, job: ObjectLike, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+    def released(self, job: ObjectView, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
         return released(job, infos, admitted_count=counts.get(DEFAULT_PODSET_NAME))
 
-    def restored(self, job: ObjectLike, workload: ObjectLike) -> JSON:
+    def restored(self, job: ObjectView, workload: WorkloadRecord) -> JSON:
         return restored(job, workload)
 
-    def finished(self, job: ObjectLike) -> Finish:
+    def finished(self, job: ObjectView) -> Finish:
         done, succeeded, message = finished(job)
         return Finish(done, succeeded, message)
 
-    def pods_ready(self, job: ObjectLike) -> bool:
+    def pods_ready(self, job: ObjectView) -> bool:
         return pods_ready(job)
 
-    def matches_workload(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> bool:
+    def matches_workload(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> bool:
         return matches_workload(job, workload, defaults)
 
-    def admission_mismatch(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> str | None:
+    def admission_mismatch(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> str | None:
         return admission_mismatch(job, workload, defaults)
 
-    def shape_changed(self, old: ObjectLike, new: ObjectLike) -> bool:
+    def shape_changed(self, old: ObjectView, new: ObjectView) -> bool:
         before, after = view_of(BatchJob, old), view_of(BatchJob, new)
         return before.pod_count != after.pod_count or before.spec.get("template") != after.spec.get("template")
 
-    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
         return _min_parallelism_problems(view_of(BatchJob, job))
 
-    def update_problems(self, old: ObjectLike, new: ObjectLike, *, managed: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectView, new: ObjectView, *, managed: bool) -> list[Problem]:
         before, after = view_of(BatchJob, old), view_of(BatchJob, new)
         problems: list[Problem] = []
         key = JOB_MIN_PARALLELISM_ANNOTATION

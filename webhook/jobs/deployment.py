@@ -11,31 +11,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, view_of
+from webhook.api.views import ObjectView, PodTemplateView
 from webhook.jobs.adapter import JobKind, Problem
 
 
 class DeploymentAdapter:
     framework = "deployment"
     kind = JobKind("apps", "v1", "deployments", "Deployment")
+    view = ObjectView
     managed_through_pods = True
     pod_owner = True
     children: tuple[JobKind, ...] = ()
     sizes_group = False  # its pods are admitted one by one: no group to size
 
-    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
-        return PodTemplateView.of(view_of(ObjectView, job).spec.get("template")).spec
+    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
+        return PodTemplateView.of(job.spec.get("template")).spec
 
-    def template_stamp(self, obj: ObjectLike, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+    def template_stamp(self, obj: ObjectView, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
         return {}, {}
 
-    def pod_group(self, obj: ObjectLike, namespace: str) -> str:
+    def pod_group(self, obj: ObjectView, namespace: str) -> str:
         return ""
 
-    def update_problems(self, old: ObjectLike, new: ObjectLike, *, admitted: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectView, new: ObjectView, *, admitted: bool) -> list[Problem]:
         return []  # each pod is admitted on its own: any scale, any template change
 
-    def group_size(self, obj: ObjectLike) -> int:
+    def group_size(self, obj: ObjectView) -> int:
         return 1
 
 

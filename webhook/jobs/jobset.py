@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.views import BatchJob, ObjectLike, ObjectView, entries, section, view_of
+from webhook.api.views import BatchJob, ObjectView, WorkloadRecord, entries, section
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults
@@ -22,8 +22,8 @@ from webhook.jobs.suspendable import TemplateSlot
 JSON = dict[str, Any]
 
 
-def _replicated_jobs(jobset: ObjectLike) -> list[Mapping[str, Any]]:
-    return [r for r in entries(view_of(ObjectView, jobset).spec, "replicatedJobs") if isinstance(r, Mapping)]
+def _replicated_jobs(jobset: ObjectView) -> list[Mapping[str, Any]]:
+    return [r for r in entries(jobset.spec, "replicatedJobs") if isinstance(r, Mapping)]
 
 
 def _pods_per_replica(replicated: Mapping[str, Any]) -> int:
@@ -31,7 +31,7 @@ def _pods_per_replica(replicated: Mapping[str, Any]) -> int:
     return BatchJob.of(section(replicated, "template")).pod_count
 
 
-def slots(jobset: ObjectLike) -> list[TemplateSlot]:
+def slots(jobset: ObjectView) -> list[TemplateSlot]:
     return [
         TemplateSlot(
             name=str(r.get("name", "")),
@@ -42,53 +42,54 @@ def slots(jobset: ObjectLike) -> list[TemplateSlot]:
     ]
 
 
-def _replicated_job_statuses(jobset: ObjectLike) -> list[Mapping[str, Any]]:
-    return list(entries(view_of(ObjectView, jobset).status, "replicatedJobsStatus"))
+def _replicated_job_statuses(jobset: ObjectView) -> list[Mapping[str, Any]]:
+    return list(entries(jobset.status, "replicatedJobsStatus"))
 
 
 class JobSetAdapter:
     framework = "jobset.x-k8s.io/jobset"
     kind = JobKind("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet")
+    view = ObjectView
     managed_through_pods = False
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def pod_sets(self, job: ObjectLike, defaults: PodDefaults) -> list[JSON]:
+    def pod_sets(self, job: ObjectView, defaults: PodDefaults) -> list[JSON]:
         return suspendable.pod_sets(job, slots(job), defaults)
 
-    def pod_count(self, job: ObjectLike) -> int:
+    def pod_count(self, job: ObjectView) -> int:
         return sum(s.count for s in slots(job))
 
-    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
         # Kueue: the first replicated job whose pods name a PriorityClass.
-        raw = view_of(ObjectView, job).raw
+        raw = job.raw
         specs = [suspendable.get_path(raw, (*s.path, "spec")) or {} for s in slots(job)]
         return next((s for s in specs if s.get("priorityClassName")), specs[0] if specs else {})
 
-    def is_suspended(self, job: ObjectLike) -> bool:
+    def is_suspended(self, job: ObjectView) -> bool:
         return suspendable.is_suspended(job)
 
-    def suspended(self, job: ObjectLike) -> JSON:
+    def suspended(self, job: ObjectView) -> JSON:
         return suspendable.suspended(job)
 
-    def is_stopping(self, job: ObjectLike) -> bool:
+    def is_stopping(self, job: ObjectView) -> bool:
         return suspendable.is_stopping(job)
 
-    def template_mutable(self, job: ObjectLike) -> bool:
+    def template_mutable(self, job: ObjectView) -> bool:
         # JobSet's own webhook lets a suspended JobSet's pod templates change (its controller deletes the Jobs).
         return self.is_suspended(job)
 
-    def has_active_pods(self, job: ObjectLike) -> bool:
+    def has_active_pods(self, job: ObjectView) -> bool:
         return any(int(s.get("active") or 0) > 0 for s in _replicated_job_statuses(job))
 
-    def released(self, job: ObjectLike, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+    def released(self, job: ObjectView, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
         return suspendable.released(job, slots(job), infos)
 
-    def restored(self, job: ObjectLike, workload: ObjectLike) -> JSON:
+    def restored(self, job: ObjectView, workload: WorkloadRecord) -> JSON:
         return suspendable.restored(job, slots(job), workload)
 
-    def finished(self, job: ObjectLike) -> Finish:
-        for condition in entries(view_of(ObjectView, job).status, "conditions"):
+    def finished(self, job: ObjectView) -> Finish:
+        for condition in entries(job.status, "conditions"):
             if condition.get("status") != "True":
                 continue
             if condition.get("type") == "Completed":
@@ -97,27 +98,27 @@ class JobSetAdapter:
                 return Finish(True, False, condition.get("message") or condition.get("reason") or "JobSet failed")
         return Finish(False)
 
-    def pods_ready(self, job: ObjectLike) -> bool:
+    def pods_ready(self, job: ObjectView) -> bool:
         wanted = sum(int(r.get("replicas", 1)) for r in _replicated_jobs(job))
         ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in _replicated_job_statuses(job))
         return ready >= wanted
 
-    def matches_workload(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> bool:
+    def matches_workload(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> bool:
         return suspendable.matches_workload(job, self.pod_sets(job, defaults), workload)
 
-    def admission_mismatch(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> str | None:
+    def admission_mismatch(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> str | None:
         return suspendable.admission_mismatch(self.pod_sets(job, defaults), workload)
 
-    def shape_changed(self, old: ObjectLike, new: ObjectLike) -> bool:
+    def shape_changed(self, old: ObjectView, new: ObjectView) -> bool:
         return _replicated_jobs(old) != _replicated_jobs(new)
 
-    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
         names = [s.name for s in slots(job)]
         if len(set(names)) != len(names) or "" in names:
             return [Problem("spec.replicatedJobs", ",".join(names), "each replicated job needs its own name")]
         return []
 
-    def update_problems(self, old: ObjectLike, new: ObjectLike, *, managed: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectView, new: ObjectView, *, managed: bool) -> list[Problem]:
         return []
 
 

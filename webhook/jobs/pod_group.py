@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -30,103 +30,96 @@ from webhook.api.constants import (
     QUEUE_NAME_LABEL,
 )
 from webhook.api.copies import writable
-from webhook.api.views import ObjectLike, Pod, WorkloadRecord, section, view_of
+from webhook.api.views import ObjectView, Pod, WorkloadRecord, section
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
 from webhook.jobs.podset import PodSetInfo, PodSetMergeError
 
 JSON = dict[str, Any]
-# A pod given to a function that hands some of its pods back: they come back as they were given (dict or view).
-P = TypeVar("P", bound=ObjectLike)
 
 
-def _pod(pod: ObjectLike) -> Pod:
-    return view_of(Pod, pod)
-
-
-def group_of(pod: ObjectLike) -> str:
+def group_of(pod: Pod) -> str:
     """The group name, or "" for a pod on its own."""
-    return str(_pod(pod).labels.get(POD_GROUP_NAME_LABEL, ""))
+    return str(pod.labels.get(POD_GROUP_NAME_LABEL, ""))
 
 
-def total_count(pods: Sequence[ObjectLike]) -> int:
+def total_count(pods: Sequence[Pod]) -> int:
     """The group size the pods declare (the first parsable value; a single pod is a group of one)."""
     for pod in pods:
-        raw = _pod(pod).annotations.get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
+        raw = pod.annotations.get(POD_GROUP_TOTAL_COUNT_ANNOTATION)
         if raw is not None and str(raw).isdigit():
             return int(raw)
     return 1
 
 
-def fast_admission(pods: Sequence[ObjectLike]) -> bool:
+def fast_admission(pods: Sequence[Pod]) -> bool:
     """The group's Workload does not wait for all its pods (they come one by one, as a StatefulSet's do)."""
-    return any(_pod(p).annotations.get(POD_GROUP_FAST_ADMISSION_ANNOTATION) == "true" for p in pods)
+    return any(p.annotations.get(POD_GROUP_FAST_ADMISSION_ANNOTATION) == "true" for p in pods)
 
 
-def ready_for_workload(pods: Sequence[ObjectLike]) -> bool:
+def ready_for_workload(pods: Sequence[Pod]) -> bool:
     """Enough of the group exists to create its Workload: all of it, or its first pod under fast admission."""
     return bool(pods) and (len(pods) >= total_count(pods) or fast_admission(pods))
 
 
-def workload_name(pods: Sequence[ObjectLike]) -> str:
-    first = _pod(pods[0])
+def workload_name(pods: Sequence[Pod]) -> str:
+    first = pods[0]
     return pod_workload_name(first.metadata.get("namespace", ""), first.metadata.get("name", ""), group_of(first))
 
 
-def is_gated(pod: ObjectLike) -> bool:
-    return _pod(pod).gated(ADMISSION_SCHEDULING_GATE)
+def is_gated(pod: Pod) -> bool:
+    return pod.gated(ADMISSION_SCHEDULING_GATE)
 
 
-def is_terminal(pod: ObjectLike) -> bool:
-    return _pod(pod).terminal
+def is_terminal(pod: Pod) -> bool:
+    return pod.terminal
 
 
-def running(pods: Sequence[P]) -> list[P]:
+def running(pods: Sequence[Pod]) -> list[Pod]:
     """The group's pods released and not ended: what holds nodes."""
     return [p for p in pods if not is_gated(p) and not is_terminal(p)]
 
 
-def is_leaving(pod: ObjectLike) -> bool:
+def is_leaving(pod: Pod) -> bool:
     """Deleted, still there while its containers stop (or its finalizers go)."""
-    return _pod(pod).deletion_timestamp is not None
+    return pod.deletion_timestamp is not None
 
 
-def still_running(pod: ObjectLike, now: datetime.datetime) -> bool:
+def still_running(pod: Pod, now: datetime.datetime) -> bool:
     """A deleted pod that still holds its node: Running until its kubelet has stopped it, as Kueue counts a
     group active (its quota stays) unless the pod is stuck past its grace period (a lost node)."""
-    view = _pod(pod)
-    deleted = view.deletion_timestamp
-    if deleted is None or view.phase != "Running":
+    deleted = pod.deletion_timestamp
+    if deleted is None or pod.phase != "Running":
         return False
     try:
         deadline = parse_time(deleted)
     except ValueError:
         return True
-    return now <= deadline + datetime.timedelta(seconds=view.deletion_grace_seconds)
+    return now <= deadline + datetime.timedelta(seconds=pod.deletion_grace_seconds)
 
 
-def _counted(workload: ObjectLike) -> int:
-    return sum(int(ps.count or 0) for ps in view_of(WorkloadRecord, workload).pod_sets)
+def _counted(workload: WorkloadRecord) -> int:
+    return sum(int(ps.count or 0) for ps in workload.pod_sets)
 
 
-def pods_ready(pods: Sequence[ObjectLike], workload: ObjectLike) -> bool:
+def pods_ready(pods: Sequence[Pod], workload: WorkloadRecord) -> bool:
     """As many pods ready (or succeeded) as the Workload counts: the group runs as admitted."""
-    done = [p for p in map(_pod, pods) if p.ready or p.phase == "Succeeded"]
+    done = [p for p in pods if p.ready or p.phase == "Succeeded"]
     return len(done) >= _counted(workload)
 
 
-def finished(pods: Sequence[ObjectLike]) -> tuple[bool, bool]:
+def finished(pods: Sequence[Pod]) -> tuple[bool, bool]:
     """(finished, succeeded): every pod of a complete group has ended; succeeded when none failed."""
     if not pods:
         return False, False
     if len(pods) < total_count(pods) or not all(is_terminal(p) for p in pods):
         return False, False
-    return True, all(_pod(p).phase == "Succeeded" for p in pods)
+    return True, all(p.phase == "Succeeded" for p in pods)
 
 
-def role_hash(pod: ObjectLike) -> str:
+def role_hash(pod: Pod) -> str:
     """A short hash of what makes pods interchangeable for quota: their containers' images and resources."""
-    spec = _pod(pod).spec
+    spec = pod.spec
     shape: list[Any] = [
         [(c.get("name"), c.get("image"), section(c, "resources")) for c in spec.get(kind) or []]
         for kind in ("initContainers", "containers")
@@ -142,11 +135,11 @@ def _template(pod: Pod) -> JSON:
     return {"metadata": {"labels": dict(pod.labels)}, "spec": spec}
 
 
-def workload_for(pods: Sequence[ObjectLike], *, priority: int, size: int | None = None) -> JSON:
+def workload_for(pods: Sequence[Pod], *, priority: int, size: int | None = None) -> JSON:
     """The Workload of a complete group (or one pod); one PodSet per pod shape, sorted by name. A fast-admission
     group's is one PodSet of its first pod's shape, for ``size`` pods (the live owner's count) or else its total
     count."""
-    views = [_pod(p) for p in pods]
+    views = list(pods)
     roles: dict[str, list[Pod]] = {}
     ordered = sorted(views, key=lambda p: p.metadata.get("name", ""))
     for pod in ordered:
@@ -179,15 +172,14 @@ def workload_for(pods: Sequence[ObjectLike], *, priority: int, size: int | None 
     return workload
 
 
-def release_patch(pod: ObjectLike, info: PodSetInfo | None) -> JSON:
+def release_patch(pod: Pod, info: PodSetInfo | None) -> JSON:
     """A strategic-free merge patch body: the gate removed, the flavors' selector and tolerations added.
 
     Returned as the whole new ``spec.schedulingGates``/``nodeSelector``/``tolerations`` plus the PodSet label, so
     a JSON merge patch replaces those lists exactly.
     """
-    view = _pod(pod)
-    spec = view.spec
-    gates = [g for g in view.scheduling_gates if g.get("name") != ADMISSION_SCHEDULING_GATE]
+    spec = pod.spec
+    gates = [g for g in pod.scheduling_gates if g.get("name") != ADMISSION_SCHEDULING_GATE]
     new_spec: JSON = {"schedulingGates": gates or None}
     meta: JSON = {}
     if info is not None:
@@ -211,55 +203,54 @@ def release_patch(pod: ObjectLike, info: PodSetInfo | None) -> JSON:
     return patch
 
 
-def podset_of(pod: ObjectLike) -> str:
+def podset_of(pod: Pod) -> str:
     return role_hash(pod)
 
 
-def owner_ref(pod: ObjectLike) -> JSON:
-    meta = _pod(pod).metadata
+def owner_ref(pod: Pod) -> JSON:
+    meta = pod.metadata
     return {"apiVersion": "v1", "kind": "Pod", "name": meta.get("name"), "uid": meta.get("uid")}
 
 
-def controller_of(pods: Sequence[ObjectLike]) -> JSON | None:
+def controller_of(pods: Sequence[Pod]) -> JSON | None:
     """The controller every pod of the group shares (a StatefulSet), as a plain owner reference; None if they
     have none or not the same one."""
-    refs = [next((o for o in _pod(p).owner_references if o.get("controller")), None) for p in pods]
+    refs = [next((o for o in p.owner_references if o.get("controller")), None) for p in pods]
     if not refs or refs[0] is None or any(r is None or r.get("uid") != refs[0].get("uid") for r in refs):
         return None
     first = refs[0]
     return {key: first[key] for key in ("apiVersion", "kind", "name", "uid")}
 
 
-def count_of(workload: ObjectLike) -> int:
+def count_of(workload: WorkloadRecord) -> int:
     """All the pods the Workload counts."""
     return _counted(workload)
 
 
-def resized(workload: ObjectLike, *, size: int, queue: str) -> JSON:
+def resized(workload: WorkloadRecord, *, size: int, queue: str) -> JSON:
     """A pending fast-admission group's Workload for ``size`` pods in ``queue`` (it has one PodSet)."""
-    view = view_of(WorkloadRecord, workload)
-    spec = dict(view.spec)
-    spec["podSets"] = [dict(ps.raw) | {"count": size} for ps in view.pod_sets]
+    spec = dict(workload.spec)
+    spec["podSets"] = [dict(ps.raw) | {"count": size} for ps in workload.pod_sets]
     spec["queueName"] = queue
-    return dict(view.raw) | {"spec": spec}
+    return dict(workload.raw) | {"spec": spec}
 
 
-def unowned(pods: Sequence[P], workload: ObjectLike) -> list[P]:
+def unowned(pods: Sequence[Pod], workload: WorkloadRecord) -> list[Pod]:
     """Pods of the group the Workload does not name as owners yet (they came after it, under fast admission)."""
-    uids = {o.get("uid") for o in view_of(WorkloadRecord, workload).owner_references}
-    return [p for p in pods if _pod(p).metadata.get("uid") not in uids]
+    uids = {o.get("uid") for o in workload.owner_references}
+    return [p for p in pods if p.metadata.get("uid") not in uids]
 
 
-def releasable(pods: Sequence[P], workload: ObjectLike) -> list[P]:
+def releasable(pods: Sequence[Pod], workload: WorkloadRecord) -> list[Pod]:
     """The gated pods admission lets go: per PodSet, no more pods running ungated than its admitted count (a group
     may hold more pods than its Workload counts: extra or replacement pods wait for one to end); a pod whose shape
     is no PodSet of the Workload is never released."""
-    counts = {ps.name: int(ps.count or 0) for ps in view_of(WorkloadRecord, workload).pod_sets}
+    counts = {ps.name: int(ps.count or 0) for ps in workload.pod_sets}
     for pod in pods:
         if not is_gated(pod) and not is_terminal(pod) and podset_of(pod) in counts:
             counts[podset_of(pod)] -= 1
-    chosen: list[P] = []
-    for pod in sorted(pods, key=lambda p: _pod(p).metadata.get("name", "")):
+    chosen: list[Pod] = []
+    for pod in sorted(pods, key=lambda p: p.metadata.get("name", "")):
         role = podset_of(pod)
         if is_gated(pod) and counts.get(role, 0) > 0:
             counts[role] -= 1
@@ -272,12 +263,13 @@ class PodGroupAdapter:
 
     framework = "pod"
     kind = JobKind("", "v1", "pods", "Pod")
+    view = Pod
     managed_through_pods = True
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
-        return _pod(job).spec
+    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
+        return job.spec
 
 
 ADAPTER = PodGroupAdapter()

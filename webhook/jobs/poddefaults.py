@@ -9,7 +9,8 @@ adjust the pods:
    ``default`` / ``defaultRequest`` of the namespace's ``Container`` LimitRange items (the API server has already
    copied ``default`` into a missing ``defaultRequest`` when it stored the LimitRange).
 Requests still missing are then taken from limits by ``webhook.api.resources``, as the API server does.
-Pure: the caller passes the namespace's LimitRanges and the RuntimeClasses it knows.
+Pure: the caller passes the namespace's LimitRanges and the RuntimeClasses it knows, as views
+(``webhook.api.views``); the template adjusted is a copy, read and written as the dict it will be sent as.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.copies import writable
+from webhook.api.views import ObjectView, entries, section
 
 JSON = dict[str, Any]
 
@@ -27,15 +29,12 @@ JSON = dict[str, Any]
 class PodDefaults:
     """The LimitRanges of one namespace and the cluster's RuntimeClass overheads."""
 
-    limit_ranges: Sequence[Mapping[str, Any]] = ()
+    limit_ranges: Sequence[ObjectView] = ()
     overheads: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # RuntimeClass -> podFixed
 
     def fingerprint(self) -> tuple[object, ...]:
         """Changes whenever what ``apply`` does could change (for callers that remember results)."""
-        ranges = tuple(
-            ((lr.get("metadata") or {}).get("uid"), (lr.get("metadata") or {}).get("resourceVersion"))
-            for lr in self.limit_ranges
-        )
+        ranges = tuple((lr.metadata.get("uid"), lr.metadata.get("resourceVersion")) for lr in self.limit_ranges)
         overheads = tuple(
             sorted(
                 (name, tuple(sorted((str(r), str(q)) for r, q in fixed.items())))
@@ -50,12 +49,12 @@ class PodDefaults:
         limits: dict[str, Any] = {}
         requests: dict[str, Any] = {}
         for lr in self.limit_ranges:
-            for item in (lr.get("spec") or {}).get("limits") or []:
+            for item in entries(lr.spec, "limits"):
                 if item.get("type") != "Container":
                     continue
-                for name, value in (item.get("default") or {}).items():
+                for name, value in section(item, "default").items():
                     limits.setdefault(name, value)
-                for name, value in (item.get("defaultRequest") or {}).items():
+                for name, value in section(item, "defaultRequest").items():
                     requests.setdefault(name, value)
         return limits, requests
 
@@ -72,7 +71,7 @@ class PodDefaults:
         if not default_limits and not default_requests:
             return result
         for key in ("initContainers", "containers"):
-            for container in spec.get(key) or []:
+            for container in entries(spec, key):
                 if isinstance(container, dict):
                     _default_container(container, default_limits, default_requests)
         return result
@@ -81,14 +80,15 @@ class PodDefaults:
 def _default_container(container: JSON, limits: Mapping[str, Any], requests: Mapping[str, Any]) -> None:
     resources = container.get("resources")
     resources = dict(resources) if isinstance(resources, Mapping) else {}
-    own_limits = dict(resources.get("limits") or {})
-    own_requests = dict(resources.get("requests") or {})
+    stated_limits = section(resources, "limits")
+    own_limits = dict(stated_limits)
+    own_requests = dict(section(resources, "requests"))
     for name, value in limits.items():
         own_limits.setdefault(name, value)
     for name, value in requests.items():
         # A request the container does not state comes from its own limit first (API defaulting runs before
         # the LimitRanger), then from the LimitRange.
-        if name not in own_requests and name not in dict(resources.get("limits") or {}):
+        if name not in own_requests and name not in stated_limits:
             own_requests[name] = value
     if own_limits:
         resources["limits"] = own_limits
@@ -98,11 +98,12 @@ def _default_container(container: JSON, limits: Mapping[str, Any], requests: Map
         container["resources"] = resources
 
 
-def runtime_overheads(runtime_classes: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """RuntimeClass name -> its ``overhead.podFixed`` (classes without overhead are left out)."""
+def runtime_overheads(runtime_classes: Sequence[ObjectView]) -> dict[str, Mapping[str, Any]]:
+    """RuntimeClass name -> its ``overhead.podFixed`` (classes without overhead are left out; a RuntimeClass has
+    no ``spec``: ``overhead`` is a top-level field)."""
     out: dict[str, Mapping[str, Any]] = {}
     for rc in runtime_classes:
-        fixed = (rc.get("overhead") or {}).get("podFixed")
+        fixed = section(section(rc.raw, "overhead"), "podFixed")
         if fixed:
-            out[str((rc.get("metadata") or {}).get("name", ""))] = dict(fixed)
+            out[str(rc.metadata.get("name", ""))] = dict(fixed)
     return out

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.api.constants import POD_PRIORITY_CLASS_SOURCE, PRIORITY_CLASS_LABEL, WORKLOAD_PRIORITY_CLASS_SOURCE
-from webhook.api.views import BatchJob, ObjectLike, ObjectView, view_of
+from webhook.api.views import BatchJob, ObjectView, view_of
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Priority:
 
 
 def resolve(
-    job: ObjectLike,
+    job: ObjectView,
     *,
     workload_priority_classes: Mapping[str, Mapping[str, Any]],
     priority_classes: Iterable[Mapping[str, Any]],

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api.copies import writable
-from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, entries, section, view_of
+from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord, entries, section
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults
@@ -81,58 +81,59 @@ def _problems(cluster_spec: Mapping[str, Any], where: str, *, reserved: tuple[st
 class _RayKind:
     """What RayJob and RayCluster share: suspended as a whole, every template released and restored."""
 
+    view = ObjectView
     managed_through_pods = False
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def slots(self, job: ObjectLike) -> list[TemplateSlot]:
+    def slots(self, job: ObjectView) -> list[TemplateSlot]:
         raise NotImplementedError
 
-    def _with_slots(self, job: ObjectLike) -> JSON:
-        return writable(view_of(ObjectView, job).raw)
+    def _with_slots(self, job: ObjectView) -> JSON:
+        return writable(job.raw)
 
-    def pod_sets(self, job: ObjectLike, defaults: PodDefaults) -> list[JSON]:
-        pod_sets = suspendable.pod_sets(self._with_slots(job), self.slots(job), defaults)
+    def pod_sets(self, job: ObjectView, defaults: PodDefaults) -> list[JSON]:
+        pod_sets = suspendable.pod_sets(ObjectView.of(self._with_slots(job)), self.slots(job), defaults)
         return pod_sets
 
-    def pod_count(self, job: ObjectLike) -> int:
+    def pod_count(self, job: ObjectView) -> int:
         return sum(s.count for s in self.slots(job))
 
-    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
         head = self.slots(job)[0]
-        return suspendable.get_path(view_of(ObjectView, job).raw, (*head.path, "spec")) or {}
+        return suspendable.get_path(job.raw, (*head.path, "spec")) or {}
 
-    def is_suspended(self, job: ObjectLike) -> bool:
+    def is_suspended(self, job: ObjectView) -> bool:
         return suspendable.is_suspended(job)
 
-    def suspended(self, job: ObjectLike) -> JSON:
+    def suspended(self, job: ObjectView) -> JSON:
         return suspendable.suspended(job)
 
-    def is_stopping(self, job: ObjectLike) -> bool:
+    def is_stopping(self, job: ObjectView) -> bool:
         return suspendable.is_stopping(job)
 
-    def template_mutable(self, job: ObjectLike) -> bool:
+    def template_mutable(self, job: ObjectView) -> bool:
         return self.is_suspended(job)  # KubeRay takes template changes of a suspended object
 
-    def released(self, job: ObjectLike, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
-        return suspendable.released(self._with_slots(job), self.slots(job), infos)
+    def released(self, job: ObjectView, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
+        return suspendable.released(ObjectView.of(self._with_slots(job)), self.slots(job), infos)
 
-    def restored(self, job: ObjectLike, workload: ObjectLike) -> JSON:
+    def restored(self, job: ObjectView, workload: WorkloadRecord) -> JSON:
         return suspendable.restored(job, self.slots(job), workload)
 
-    def matches_workload(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> bool:
+    def matches_workload(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> bool:
         return suspendable.matches_workload(job, self.pod_sets(job, defaults), workload)
 
-    def admission_mismatch(self, job: ObjectLike, workload: ObjectLike, defaults: PodDefaults) -> str | None:
+    def admission_mismatch(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> str | None:
         return suspendable.admission_mismatch(self.pod_sets(job, defaults), workload)
 
-    def shape_changed(self, old: ObjectLike, new: ObjectLike) -> bool:
+    def shape_changed(self, old: ObjectView, new: ObjectView) -> bool:
         return self.pod_sets(old, PodDefaults()) != self.pod_sets(new, PodDefaults())
 
-    def update_problems(self, old: ObjectLike, new: ObjectLike, *, managed: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectView, new: ObjectView, *, managed: bool) -> list[Problem]:
         return self.create_problems(new, managed=managed)
 
-    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
         raise NotImplementedError
 
 
@@ -141,31 +142,31 @@ class RayJobAdapter(_RayKind):
     kind = JobKind(GROUP, VERSION, "rayjobs", "RayJob")
 
     @staticmethod
-    def _submits_with_a_job(job: ObjectLike) -> bool:
-        return (view_of(ObjectView, job).spec.get("submissionMode") or K8S_JOB_MODE) == K8S_JOB_MODE
+    def _submits_with_a_job(job: ObjectView) -> bool:
+        return (job.spec.get("submissionMode") or K8S_JOB_MODE) == K8S_JOB_MODE
 
-    def slots(self, job: ObjectLike) -> list[TemplateSlot]:
-        cluster_spec = section(view_of(ObjectView, job).spec, "rayClusterSpec")
+    def slots(self, job: ObjectView) -> list[TemplateSlot]:
+        cluster_spec = section(job.spec, "rayClusterSpec")
         slots = _cluster_slots(cluster_spec, ("spec", "rayClusterSpec"))
         if self._submits_with_a_job(job):
             slots.append(TemplateSlot(SUBMITTER, ("spec", "submitterPodTemplate"), 1))
         return slots
 
-    def _with_slots(self, job: ObjectLike) -> JSON:
+    def _with_slots(self, job: ObjectView) -> JSON:
         # The submitter pod set exists even without a submitterPodTemplate (KubeRay then uses its default);
         # releasing it writes that template, with the flavor, into the RayJob.
-        result = writable(view_of(ObjectView, job).raw)
+        result = writable(job.raw)
         spec = result.setdefault("spec", {})
         if self._submits_with_a_job(job) and not spec.get("submitterPodTemplate"):
             spec["submitterPodTemplate"] = _default_submitter(spec.get("rayClusterSpec") or {})
         return result
 
-    def has_active_pods(self, job: ObjectLike) -> bool:
-        status = view_of(ObjectView, job).status.get("jobDeploymentStatus") or ""
+    def has_active_pods(self, job: ObjectView) -> bool:
+        status = job.status.get("jobDeploymentStatus") or ""
         return status not in ("", "New", "Suspended", "Complete", "Failed")
 
-    def finished(self, job: ObjectLike) -> Finish:
-        status = view_of(ObjectView, job).status
+    def finished(self, job: ObjectView) -> Finish:
+        status = job.status
         deployment = status.get("jobDeploymentStatus")
         if deployment == "Complete":
             return Finish(True, status.get("jobStatus") == "SUCCEEDED", status.get("message") or "RayJob finished")
@@ -173,13 +174,13 @@ class RayJobAdapter(_RayKind):
             return Finish(True, False, status.get("message") or status.get("reason") or "RayJob failed")
         return Finish(False)
 
-    def pods_ready(self, job: ObjectLike) -> bool:
-        return section(view_of(ObjectView, job).status, "rayClusterStatus").get("state") == "ready"
+    def pods_ready(self, job: ObjectView) -> bool:
+        return section(job.status, "rayClusterStatus").get("state") == "ready"
 
-    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
+    def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
         if not managed:
             return []  # an unqueued RayJob is KubeRay's business alone
-        spec = view_of(ObjectView, job).spec
+        spec = job.spec
         problems = _problems(section(spec, "rayClusterSpec"), "spec.rayClusterSpec", reserved=(HEAD, SUBMITTER))
         if spec.get("clusterSelector"):
             problems.append(
@@ -198,21 +199,21 @@ class RayClusterAdapter(_RayKind):
     framework = "ray.io/raycluster"
     kind = JobKind(GROUP, VERSION, "rayclusters", "RayCluster")
 
-    def slots(self, job: ObjectLike) -> list[TemplateSlot]:
-        return _cluster_slots(view_of(ObjectView, job).spec, ("spec",))
+    def slots(self, job: ObjectView) -> list[TemplateSlot]:
+        return _cluster_slots(job.spec, ("spec",))
 
-    def has_active_pods(self, job: ObjectLike) -> bool:
-        status = view_of(ObjectView, job).status
+    def has_active_pods(self, job: ObjectView) -> bool:
+        status = job.status
         return status.get("state") == "ready" or int(status.get("readyWorkerReplicas") or 0) > 0
 
-    def finished(self, job: ObjectLike) -> Finish:
+    def finished(self, job: ObjectView) -> Finish:
         return Finish(False)  # a RayCluster serves until it is deleted
 
-    def pods_ready(self, job: ObjectLike) -> bool:
-        return view_of(ObjectView, job).status.get("state") == "ready"
+    def pods_ready(self, job: ObjectView) -> bool:
+        return job.status.get("state") == "ready"
 
-    def create_problems(self, job: ObjectLike, *, managed: bool) -> list[Problem]:
-        return _problems(view_of(ObjectView, job).spec, "spec", reserved=(HEAD,)) if managed else []
+    def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
+        return _problems(job.spec, "spec", reserved=(HEAD,)) if managed else []
 
 
 RAYJOB = RayJobAdapter()

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
-from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, view_of
+from webhook.api.views import ObjectView, Pod, PodTemplateView
 from webhook.jobs.adapter import JobKind, Problem
 from webhook.jobs.naming import MAX_LABEL_VALUE_LENGTH, workload_name
 from webhook.jobs.pod_group import role_hash
@@ -33,46 +33,47 @@ def group_name(namespace: str, name: str) -> str:
     return workload_name(kind="StatefulSet", group="apps", namespace=namespace, name=name, limit=MAX_LABEL_VALUE_LENGTH)
 
 
-def _template(obj: ObjectLike) -> PodTemplateView:
-    return PodTemplateView.of(view_of(ObjectView, obj).spec.get("template"))
+def _template(obj: ObjectView) -> PodTemplateView:
+    return PodTemplateView.of(obj.spec.get("template"))
 
 
-def replicas(obj: ObjectLike) -> int:
-    value = view_of(ObjectView, obj).spec.get("replicas")
+def replicas(obj: ObjectView) -> int:
+    value = obj.spec.get("replicas")
     return 1 if value is None else int(value)
 
 
-def _queue(obj: ObjectLike) -> str:
-    return str(view_of(ObjectView, obj).labels.get(c.QUEUE_NAME_LABEL, ""))
+def _queue(obj: ObjectView) -> str:
+    return str(obj.labels.get(c.QUEUE_NAME_LABEL, ""))
 
 
-def _status(obj: ObjectLike, field: str) -> int:
-    return int(view_of(ObjectView, obj).status.get(field) or 0)
+def _status(obj: ObjectView, field: str) -> int:
+    return int(obj.status.get(field) or 0)
 
 
-def _shape(obj: ObjectLike) -> str:
-    return role_hash({"spec": _template(obj).spec})
+def _shape(obj: ObjectView) -> str:
+    return role_hash(Pod.of({"spec": _template(obj).spec}))
 
 
 class StatefulSetAdapter:
     framework = "statefulset"
     kind = JobKind("apps", "v1", "statefulsets", "StatefulSet")
+    view = ObjectView
     managed_through_pods = True
     pod_owner = True
     children: tuple[JobKind, ...] = ()
     sizes_group = True
 
-    def group_size(self, obj: ObjectLike) -> int:
+    def group_size(self, obj: ObjectView) -> int:
         return replicas(obj)
 
-    def priority_template(self, job: ObjectLike) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
         return _template(job).spec
 
-    def pod_group(self, obj: ObjectLike, namespace: str) -> str:
-        name = view_of(ObjectView, obj).metadata.get("name") or ""
+    def pod_group(self, obj: ObjectView, namespace: str) -> str:
+        name = obj.metadata.get("name") or ""
         return group_name(namespace, name) if name else ""
 
-    def template_stamp(self, obj: ObjectLike, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
+    def template_stamp(self, obj: ObjectView, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
         group = self.pod_group(obj, namespace)
         if not group:
             return {}, {}
@@ -85,7 +86,7 @@ class StatefulSetAdapter:
             annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] = "1"
         return {c.POD_GROUP_NAME_LABEL: group}, annotations
 
-    def update_problems(self, old: ObjectLike, new: ObjectLike, *, admitted: bool) -> list[Problem]:
+    def update_problems(self, old: ObjectView, new: ObjectView, *, admitted: bool) -> list[Problem]:
         problems: list[Problem] = []
         old_queue, new_queue = _queue(old), _queue(new)
         if old_queue != new_queue and (admitted or _status(old, "readyReplicas") > 0 or not new_queue):

@@ -11,11 +11,9 @@ ungating its pods. Pure.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from webhook.jobs import workload as wl_life
+from webhook.api.views import WorkloadRecord
 
 
 class Step(enum.Enum):
@@ -40,19 +38,19 @@ class JobState:
     stopping: bool = False  # stopped, its templates still to be restored (kinds suspended as a whole)
 
 
-def next_step(workload: Mapping[str, Any], job: JobState) -> Step:
+def next_step(workload: WorkloadRecord, job: JobState) -> Step:
     """The next step for a job that has its Workload (creating the Workload is before this)."""
     if job.done:
         return Step.FINISH
-    if wl_life.is_finished(workload):
+    if workload.finished:
         return Step.CLOSED
     if job.stopping:
         return Step.RESTORE
-    evicted = wl_life.is_evicted(workload)
-    if wl_life.is_admitted(workload) and not evicted:
+    evicted = workload.evicted
+    if workload.runs_admitted and not evicted:
         return Step.RELEASE if job.waiting else Step.TRACK
     if job.running:
         return Step.STOP
-    if evicted and wl_life.holds_quota(workload) and not job.active_pods:
+    if evicted and workload.holds_quota and not job.active_pods:
         return Step.GIVE_BACK
     return Step.WAIT

@@ -3,8 +3,8 @@
 Owns: the owned Workload a job gets, the stopping mark, injecting and restoring every pod template of a job
 given where its templates live, and the per-pod-set admission check. A kind module describes its templates as
 ``TemplateSlot``s (a pod set name, a path to its pod template and its pod count) and calls these. Pure.
-Reads go through the typed views of ``webhook.api`` (``ObjectView``, ``WorkloadRecord``); each function takes a
-view or the object as the API server sent it (decoded on entry), and writes copy the object whole.
+Reads go through the typed views of ``webhook.api`` (``ObjectView``, ``WorkloadRecord``), which each function
+takes (its caller made them once, at its edge); writes copy the object whole.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from webhook.api.constants import (
 from webhook.api.copies import writable
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
-from webhook.api.views import ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
+from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord
 from webhook.api.workload import priority_class_ref_wire
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import workload_name
@@ -62,28 +62,28 @@ def set_path(obj: Any, path: Sequence[str | int], value: Any) -> None:
     obj[path[-1]] = value
 
 
-def pod_sets(job: ObjectLike, slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
-    raw = view_of(ObjectView, job).raw
+def pod_sets(job: ObjectView, slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
+    raw = job.raw
     return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(raw, s.path) or {})} for s in slots]
 
 
-def is_suspended(job: ObjectLike) -> bool:
-    return bool(view_of(ObjectView, job).spec.get("suspend"))
+def is_suspended(job: ObjectView) -> bool:
+    return bool(job.spec.get("suspend"))
 
 
-def suspended(job: ObjectLike) -> JSON:
-    result = writable(view_of(ObjectView, job).raw)
+def suspended(job: ObjectView) -> JSON:
+    result = writable(job.raw)
     result.setdefault("spec", {})["suspend"] = True
     result["metadata"].setdefault("annotations", {})[STOPPING_ANNOTATION] = "true"
     return result
 
 
-def is_stopping(job: ObjectLike) -> bool:
-    return STOPPING_ANNOTATION in view_of(ObjectView, job).annotations
+def is_stopping(job: ObjectView) -> bool:
+    return STOPPING_ANNOTATION in job.annotations
 
 
-def released(job: ObjectLike, slots: Sequence[TemplateSlot], infos: Mapping[str, PodSetInfo]) -> JSON:
-    result = writable(view_of(ObjectView, job).raw)
+def released(job: ObjectView, slots: Sequence[TemplateSlot], infos: Mapping[str, PodSetInfo]) -> JSON:
+    result = writable(job.raw)
     for slot in slots:
         info = infos.get(slot.name)
         if info is not None:
@@ -93,9 +93,9 @@ def released(job: ObjectLike, slots: Sequence[TemplateSlot], infos: Mapping[str,
     return result
 
 
-def restored(job: ObjectLike, slots: Sequence[TemplateSlot], workload: ObjectLike) -> JSON:
-    result = writable(view_of(ObjectView, job).raw)
-    recorded = {p.name: p for p in view_of(WorkloadRecord, workload).pod_sets}
+def restored(job: ObjectView, slots: Sequence[TemplateSlot], workload: WorkloadRecord) -> JSON:
+    result = writable(job.raw)
+    recorded = {p.name: p for p in workload.pod_sets}
     for slot in slots:
         original = recorded.get(slot.name)
         if original is not None:
@@ -109,7 +109,7 @@ def restored(job: ObjectLike, slots: Sequence[TemplateSlot], workload: ObjectLik
 
 
 def workload_for(
-    job: ObjectLike,
+    job: ObjectView,
     *,
     kind: JobKind,
     pod_sets: list[JSON],
@@ -118,16 +118,15 @@ def workload_for(
     priority_class_source: str,
 ) -> JSON:
     """The Workload for ``job``: owned by it, with the ``resource-in-use`` finalizer (as for batch Jobs)."""
-    view = view_of(ObjectView, job)
     spec: JSON = {"podSets": pod_sets, "priority": priority}
-    if queue := view.labels.get(QUEUE_NAME_LABEL):
+    if queue := job.labels.get(QUEUE_NAME_LABEL):
         spec["queueName"] = queue
     if priority_class_name and priority_class_source:
         spec["priorityClassRef"] = priority_class_ref_wire(priority_class_source, priority_class_name)
-    if (seconds := view.labels.get(MAX_EXEC_TIME_LABEL)) is not None:
+    if (seconds := job.labels.get(MAX_EXEC_TIME_LABEL)) is not None:
         spec["maximumExecutionTimeSeconds"] = int(seconds)
-    name = workload_name(kind=kind.kind, group=kind.group, namespace=view.namespace, name=view.name)
-    return owned_workload(view, name=name, owner_api_version=kind.api_version, owner_kind=kind.kind, spec=spec)
+    name = workload_name(kind=kind.kind, group=kind.group, namespace=job.namespace, name=job.name)
+    return owned_workload(job, name=name, owner_api_version=kind.api_version, owner_kind=kind.kind, spec=spec)
 
 
 def owned_workload(job: ObjectView, *, name: str, owner_api_version: str, owner_kind: str, spec: JSON) -> JSON:
@@ -156,11 +155,10 @@ def owned_workload(job: ObjectView, *, name: str, owner_api_version: str, owner_
     }
 
 
-def matches_workload(job: ObjectLike, expected: Sequence[Mapping[str, Any]], workload: ObjectLike) -> bool:
-    record = view_of(WorkloadRecord, workload)
-    if not record.controlled_by(view_of(ObjectView, job).metadata.get("uid")):
+def matches_workload(job: ObjectView, expected: Sequence[Mapping[str, Any]], workload: WorkloadRecord) -> bool:
+    if not workload.controlled_by(job.metadata.get("uid")):
         return False
-    recorded = record.pod_sets
+    recorded = workload.pod_sets
     if [p.name for p in recorded] != [p["name"] for p in expected]:
         return False
     return all(
@@ -169,9 +167,9 @@ def matches_workload(job: ObjectLike, expected: Sequence[Mapping[str, Any]], wor
     )
 
 
-def admission_mismatch(expected: Sequence[Mapping[str, Any]], workload: ObjectLike) -> str | None:
+def admission_mismatch(expected: Sequence[Mapping[str, Any]], workload: WorkloadRecord) -> str | None:
     """Per pod set: no more pods than admitted, no pod asking more of a resource than admission charged."""
-    assignments = {a.name: a for a in view_of(WorkloadRecord, workload).assignments}
+    assignments = {a.name: a for a in workload.assignments}
     if set(assignments) != {p["name"] for p in expected}:
         return f"the Workload's admission covers pod sets {sorted(map(str, assignments))}, the job has " + str(
             sorted(p["name"] for p in expected)
@@ -196,24 +194,24 @@ def admission_mismatch(expected: Sequence[Mapping[str, Any]], workload: ObjectLi
     return None
 
 
-def queue_name(job: ObjectLike) -> str | None:
-    return view_of(ObjectView, job).label(QUEUE_NAME_LABEL)
+def queue_name(job: ObjectView) -> str | None:
+    return job.label(QUEUE_NAME_LABEL)
 
 
-def owned_by_controller(job: ObjectLike) -> bool:
+def owned_by_controller(job: ObjectView) -> bool:
     """Created by another controller (a CronJob, a JobSet, ...): left to whatever manages that owner."""
-    return view_of(ObjectView, job).has_controller
+    return job.has_controller
 
 
-def is_stamped(job: ObjectLike) -> bool:
+def is_stamped(job: ObjectView) -> bool:
     """The mutating webhook saw this job and stamped its Workload's name on it."""
-    return WORKLOAD_NAME_ANNOTATION in view_of(ObjectView, job).annotations
+    return WORKLOAD_NAME_ANNOTATION in job.annotations
 
 
-def adopted(job: ObjectLike, *, queue: str | None, workload_name: str) -> JSON:
+def adopted(job: ObjectView, *, queue: str | None, workload_name: str) -> JSON:
     """What the mutating webhook would have made of ``job``: queue label (when there is one), the Workload
     stamp, and suspended (its controller removes any pods it already created)."""
-    result = writable(view_of(ObjectView, job).raw)
+    result = writable(job.raw)
     meta = result["metadata"]
     if queue:
         meta.setdefault("labels", {})[QUEUE_NAME_LABEL] = queue
@@ -222,42 +220,41 @@ def adopted(job: ObjectLike, *, queue: str | None, workload_name: str) -> JSON:
     return result
 
 
-def prebuilt_workload_name(job: ObjectLike) -> str | None:
+def prebuilt_workload_name(job: ObjectView) -> str | None:
     """The Workload a user created for this job (``kueue.x-k8s.io/prebuilt-workload-name``), if it names one."""
-    return view_of(ObjectView, job).label(PREBUILT_WORKLOAD_LABEL)
+    return job.label(PREBUILT_WORKLOAD_LABEL)
 
 
-def job_workload_name(job: ObjectLike, kind: JobKind) -> str:
+def job_workload_name(job: ObjectView, kind: JobKind) -> str:
     """The name of the Workload that represents ``job``: its prebuilt one, or the one Turnstile creates."""
-    view = view_of(ObjectView, job)
-    prebuilt = prebuilt_workload_name(view)
+    prebuilt = prebuilt_workload_name(job)
     if prebuilt is not None:
         return prebuilt
-    return workload_name(kind=kind.kind, group=kind.group, namespace=view.namespace, name=view.name)
+    return workload_name(kind=kind.kind, group=kind.group, namespace=job.namespace, name=job.name)
 
 
-def adopted_prebuilt(workload: ObjectLike, job: ObjectLike, kind: JobKind) -> JSON:
+def adopted_prebuilt(workload: WorkloadRecord, job: ObjectView, kind: JobKind) -> JSON:
     """A prebuilt Workload made the job's own (as Kueue does): a controller owner reference and the job UID label."""
-    result = writable(view_of(ObjectView, workload).raw)
-    meta, owner_job = result["metadata"], view_of(ObjectView, job)
+    result = writable(workload.raw)
+    meta = result["metadata"]
     owner = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
-        "name": owner_job.name,
-        "uid": owner_job.uid,
+        "name": job.name,
+        "uid": job.uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
     meta["ownerReferences"] = [*(meta.get("ownerReferences") or []), owner]
-    meta.setdefault("labels", {})[JOB_UID_LABEL] = owner_job.uid
+    meta.setdefault("labels", {})[JOB_UID_LABEL] = job.uid
     return result
 
 
-def prebuilt_in_sync(expected: Sequence[Mapping[str, Any]], workload: ObjectLike) -> bool:
+def prebuilt_in_sync(expected: Sequence[Mapping[str, Any]], workload: WorkloadRecord) -> bool:
     """Whether a user's prebuilt Workload describes the job: the same pod sets, counts, and containers asking
     for the same resources (Kueue's comparison; the rest of a container the API server defaults differently
     in a Job than in a Workload, so it is not compared)."""
-    recorded = view_of(WorkloadRecord, workload).pod_sets
+    recorded = workload.pod_sets
     if [p.name for p in recorded] != [p["name"] for p in expected] or len(recorded) != len(expected):
         return False
     return all(

@@ -2,8 +2,10 @@
 
 Each function returns a new Workload object whose ``status`` is what should be written through the status
 subresource (the caller writes it with the resourceVersion it read, so a concurrent change is a conflict, never
-a lost update). Each takes the Workload's view (``webhook.api.views.WorkloadRecord``) or its object as
-the API server sent it. Condition types and reasons are Kueue's.
+a lost update). Each takes the Workload's view (``webhook.api.views.WorkloadRecord``: the object whole, since
+the write copies it); only ``admitted`` also takes the dict, for callers outside the reconciler. Condition types
+and reasons are Kueue's; the predicates (finished, evicted, holds quota) are the view's, defined once in
+``webhook.api.model``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api import conditions, model
+from webhook.api import conditions
 from webhook.api.constants import (
     COND_ADMITTED,
     COND_EVICTED,
@@ -35,10 +37,6 @@ RESIZED = "Resized"
 REQUEUE_AT_ONCE = frozenset({"Preempted", "NodeFailures", "ClusterQueueStopped", "LocalQueueStopped", RESIZED})
 
 
-def _record(workload: ObjectLike) -> WorkloadRecord:
-    return view_of(WorkloadRecord, workload)
-
-
 def _conds(workload: WorkloadRecord) -> list[JSON]:
     return workload.conditions
 
@@ -58,31 +56,13 @@ def _set(conds: list[JSON], now: datetime.datetime, kind: str, status: bool, rea
     return conditions.set_condition(conds, kind=kind, status=status, reason=reason, message=message, now=now)
 
 
-# The predicates on the dicts the job reconcilers hold: defined once in webhook.api.model.
-def holds_quota(workload: Mapping[str, Any]) -> bool:
-    return model.holds_quota(has_admission=model.raw_has_admission(workload), conditions=model.raw_conditions(workload))
-
-
-def is_admitted(workload: Mapping[str, Any]) -> bool:
-    return model.runs_admitted(
-        has_admission=model.raw_has_admission(workload), conditions=model.raw_conditions(workload)
-    )
-
-
-def is_evicted(workload: Mapping[str, Any]) -> bool:
-    return model.evicted(model.raw_conditions(workload))
-
-
-def is_finished(workload: Mapping[str, Any]) -> bool:
-    return model.finished(model.raw_conditions(workload))
-
-
 def admitted(workload: ObjectLike, admission: Mapping[str, Any], *, now: datetime.datetime) -> JSON:
-    """Quota reserved and admitted in one step (Turnstile has no admission checks)."""
-    record = _record(workload)
-    status = _status(record)
+    """Quota reserved and admitted in one step (Turnstile has no admission checks). ``workload``: its view, or the
+    Workload as sent, for callers outside the reconciler."""
+    workload = view_of(WorkloadRecord, workload)
+    status = _status(workload)
     cq = admission["clusterQueue"]
-    conds = _conds(record)
+    conds = _conds(workload)
     previous = conditions.find(conds, COND_EVICTED)
     conds = _set(conds, now, COND_QUOTA_RESERVED, True, REASON_QUOTA_RESERVED, f"Quota reserved in ClusterQueue {cq}")
     conds = _set(conds, now, COND_ADMITTED, True, "Admitted", "The workload is admitted")
@@ -94,28 +74,27 @@ def admitted(workload: ObjectLike, admission: Mapping[str, Any], *, now: datetim
     status["admission"] = writable(admission)
     status["conditions"] = conds
     # The requeue count survives readmission (the backoff keeps growing); the time to wait for is spent.
-    requeue = dict(record.requeue_state)
+    requeue = dict(workload.requeue_state)
     requeue.pop("requeueAt", None)
     if requeue:
         status["requeueState"] = requeue
     else:
         status.pop("requeueState", None)
-    return _with_status(record, status)
+    return _with_status(workload, status)
 
 
-def pending(workload: ObjectLike, *, reason: str, message: str, now: datetime.datetime) -> JSON | None:
+def pending(workload: WorkloadRecord, *, reason: str, message: str, now: datetime.datetime) -> JSON | None:
     """QuotaReserved=False with the scheduler's reason; None when that is already what the Workload says."""
-    record = _record(workload)
-    conds = _conds(record)
+    conds = _conds(workload)
     if conditions.same(conds, kind=COND_QUOTA_RESERVED, status=False, reason=reason, message=message):
         return None
-    status = _status(record)
+    status = _status(workload)
     status["conditions"] = _set(conds, now, COND_QUOTA_RESERVED, False, reason, message)
-    return _with_status(record, status)
+    return _with_status(workload, status)
 
 
 def evicted(
-    workload: ObjectLike,
+    workload: WorkloadRecord,
     *,
     reason: str,
     message: str,
@@ -123,55 +102,52 @@ def evicted(
     preempted_reason: str | None = None,
 ) -> JSON:
     """Evicted=True (and Preempted=True when preempted): the job must stop before the quota is released."""
-    record = _record(workload)
-    status = _status(record)
-    conds = _set(_conds(record), now, COND_EVICTED, True, reason, message)
+    status = _status(workload)
+    conds = _set(_conds(workload), now, COND_EVICTED, True, reason, message)
     if preempted_reason is not None:
         conds = _set(conds, now, COND_PREEMPTED, True, preempted_reason, message)
     status["conditions"] = conds
-    return _with_status(record, status)
+    return _with_status(workload, status)
 
 
-def released(workload: ObjectLike, *, now: datetime.datetime) -> JSON:
+def released(workload: WorkloadRecord, *, now: datetime.datetime) -> JSON:
     """The evicted workload's quota given back: no admission, QuotaReserved/Admitted False, Requeued set."""
-    record = _record(workload)
-    status = _status(record)
-    evict = conditions.find(_conds(record), COND_EVICTED)
+    status = _status(workload)
+    evict = conditions.find(_conds(workload), COND_EVICTED)
     reason = str((evict or {}).get("reason") or "Evicted")
     status.pop("admission", None)
-    conds = _set(_conds(record), now, COND_QUOTA_RESERVED, False, REASON_PENDING_EVALUATION, "Evicted: " + reason)
+    conds = _set(_conds(workload), now, COND_QUOTA_RESERVED, False, REASON_PENDING_EVALUATION, "Evicted: " + reason)
     conds = _set(conds, now, COND_ADMITTED, False, "NoReservation", "The workload has no reservation")
-    active = record.active
+    active = workload.active
     if active and reason in REQUEUE_AT_ONCE:
         conds = _set(conds, now, COND_REQUEUED, True, reason, "Requeued after eviction")
     elif active and reason == "PodsReadyTimeout":
-        at = record.requeue_state.get("requeueAt", "")
+        at = workload.requeue_state.get("requeueAt", "")
         conds = _set(conds, now, COND_REQUEUED, False, reason, f"Requeued with backoff: waits until {at}")
     else:
         conds = _set(conds, now, COND_REQUEUED, False, reason, "Not requeued: " + reason)
     status["conditions"] = conds
-    return _with_status(record, status)
+    return _with_status(workload, status)
 
 
-def pods_ready(workload: ObjectLike, *, ready: bool, now: datetime.datetime) -> JSON | None:
+def pods_ready(workload: WorkloadRecord, *, ready: bool, now: datetime.datetime) -> JSON | None:
     """PodsReady as observed on the job; None when the Workload already says so."""
-    record = _record(workload)
     reason, message = (
         ("Started", "All pods are ready or succeeded") if ready else ("WaitForStart", "Not all pods are ready")
     )
-    conds = _conds(record)
+    conds = _conds(workload)
     if conditions.same(conds, kind=COND_PODS_READY, status=ready, reason=reason, message=message):
         return None
-    status = _status(record)
+    status = _status(workload)
     status["conditions"] = _set(conds, now, COND_PODS_READY, ready, reason, message)
-    return _with_status(record, status)
+    return _with_status(workload, status)
 
 
-def requeue_count(workload: ObjectLike) -> int:
-    return int(_record(workload).requeue_state.get("count") or 0)
+def requeue_count(workload: WorkloadRecord) -> int:
+    return int(workload.requeue_state.get("count") or 0)
 
 
-def timed_out(workload: ObjectLike, *, message: str, requeue_at: datetime.datetime, now: datetime.datetime) -> JSON:
+def timed_out(workload: WorkloadRecord, *, message: str, requeue_at: datetime.datetime, now: datetime.datetime) -> JSON:
     """Evicted for PodsReadyTimeout, with the requeue count raised and the time it may queue again."""
     result = evicted(workload, reason="PodsReadyTimeout", message=message, now=now)
     result["status"]["requeueState"] = {
@@ -181,27 +157,24 @@ def timed_out(workload: ObjectLike, *, message: str, requeue_at: datetime.dateti
     return result
 
 
-def finished(workload: ObjectLike, *, succeeded: bool, message: str, now: datetime.datetime) -> JSON:
-    record = _record(workload)
-    status = _status(record)
+def finished(workload: WorkloadRecord, *, succeeded: bool, message: str, now: datetime.datetime) -> JSON:
+    status = _status(workload)
     reason = "Succeeded" if succeeded else "Failed"
-    status["conditions"] = _set(_conds(record), now, COND_FINISHED, True, reason, message)
-    return _with_status(record, status)
+    status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, reason, message)
+    return _with_status(workload, status)
 
 
-def failed_to_start(workload: ObjectLike, *, message: str, now: datetime.datetime) -> JSON:
+def failed_to_start(workload: WorkloadRecord, *, message: str, now: datetime.datetime) -> JSON:
     """The admission cannot be applied to the job (e.g. its nodeSelector contradicts the flavor): finish it."""
-    record = _record(workload)
-    status = _status(record)
-    status["conditions"] = _set(_conds(record), now, COND_FINISHED, True, "FailedToStart", message)
-    return _with_status(record, status)
+    status = _status(workload)
+    status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, "FailedToStart", message)
+    return _with_status(workload, status)
 
 
-def controlling_owner(workload: ObjectLike) -> JSON | None:
+def controlling_owner(workload: WorkloadRecord) -> JSON | None:
     """The object that owns ``workload`` (its Job), in the shape events and lookups need; None for a bare one."""
-    record = _record(workload)
-    meta = record.metadata
-    for owner in record.owner_references:
+    meta = workload.metadata
+    for owner in workload.owner_references:
         if owner.get("controller"):
             return {
                 "apiVersion": owner.get("apiVersion"),

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.api.constants import QUEUE_NAME_LABEL
+from webhook.api.views import BatchJob
 from webhook.api.workload import Workload, parse_workload
 from webhook.core.fit import ADMITTED, PREEMPTING, FitAnswer
 from webhook.jobs import batch_job, priority, registry, suspendable
@@ -59,10 +60,11 @@ def candidate_workload(
     wpcs = {str((w.get("metadata") or {}).get("name", "")): w for w in workload_priority_classes}
     if adapter is not batch_job.ADAPTER:
         return _other_kind(adapter, job, wpcs, list(priority_classes))
-    resolved = priority.resolve(job, workload_priority_classes=wpcs, priority_classes=list(priority_classes))
+    view = BatchJob.of(job)
+    resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=list(priority_classes))
     try:
         body = batch_job.workload_for(
-            job,
+            view,
             priority=resolved.value,
             priority_class_name=resolved.class_name,
             priority_class_source=resolved.source,
@@ -85,19 +87,20 @@ def _other_kind(
     adapter: SuspendableAdapter, job: Obj, wpcs: Mapping[str, Obj], classes: list[Obj]
 ) -> tuple[str, Workload]:
     meta = job["metadata"]
-    template = adapter.priority_template(job)
-    resolved = priority.resolve(job, workload_priority_classes=wpcs, priority_classes=classes, template_spec=template)
+    view = adapter.view.of(job)
+    template = adapter.priority_template(view)
+    resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=classes, template_spec=template)
     subject = f"{adapter.kind.kind} {meta['namespace']}/{meta['name']}"
     try:
         body = suspendable.workload_for(
-            job,
+            view,
             kind=adapter.kind,
-            pod_sets=adapter.pod_sets(job, PodDefaults()),
+            pod_sets=adapter.pod_sets(view, PodDefaults()),
             priority=resolved.value,
             priority_class_name=resolved.class_name,
             priority_class_source=resolved.source,
         )
-        body["metadata"]["name"] = suspendable.job_workload_name(job, adapter.kind)
+        body["metadata"]["name"] = suspendable.job_workload_name(view, adapter.kind)
         return subject, parse_workload(body)
     except (ValueError, KeyError, TypeError) as exc:
         raise NotAJob(f"the {adapter.kind.kind}'s pod templates cannot be read: {exc}") from None

@@ -15,6 +15,7 @@ from webhook.admission.selector import Selector
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
 from webhook.api.selector import Requirement
+from webhook.api.views import ObjectView
 from webhook.core.namespace_policy import NamespacePolicy
 from webhook.jobs import naming
 from webhook.jobs.poddefaults import PodDefaults
@@ -376,7 +377,9 @@ class TestRunsOnlyAsAdmitted:
     def test_limit_range_defaults_count(self) -> None:
         limit_range = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "3"}}]}}
         old, new = make_job(suspend=True, parallelism=2), make_job(suspend=False, parallelism=2)
-        message = validate(new, old=old, view=self.view(defaults=PodDefaults(limit_ranges=[limit_range])))
+        message = validate(
+            new, old=old, view=self.view(defaults=PodDefaults(limit_ranges=[ObjectView.of(limit_range)]))
+        )
         assert message is not None
         assert "each pod asks for 3 cpu" in message
 

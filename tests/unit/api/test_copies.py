@@ -5,6 +5,7 @@ from typing import Any
 
 from tests.unit.jobs.builders import make_job
 from webhook.api.copies import writable, writable_value
+from webhook.api.views import ObjectView
 from webhook.controller.interner import Interner
 from webhook.jobs import suspendable
 
@@ -54,7 +55,7 @@ def test_adopting_a_cached_job_whose_labels_are_its_templates_changes_only_the_j
     job["metadata"]["labels"] = {"job-name": "sneaky"}
     cached = Interner().stored(job)
     assert cached["metadata"]["labels"] is cached["spec"]["template"]["metadata"]["labels"], "the interner shares"
-    adopted = suspendable.adopted(cached, queue="default", workload_name="job-sneaky")
+    adopted = suspendable.adopted(ObjectView.of(cached), queue="default", workload_name="job-sneaky")
     assert adopted["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
     assert adopted["spec"]["template"] == job["spec"]["template"]
     assert cached["metadata"]["labels"] == {"job-name": "sneaky"}

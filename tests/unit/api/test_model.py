@@ -9,9 +9,9 @@ import msgspec
 import pytest
 
 from webhook.api import model, wire
+from webhook.api.views import WorkloadRecord
 from webhook.api.workload import parse_workload
 from webhook.controller.cache import ClusterCache
-from webhook.jobs import workload as wl_life
 
 WHEN = "2026-01-01T00:00:00Z"
 
@@ -90,9 +90,10 @@ def test_predicates(
     status = model.decode_workload(obj).status
     assert (status.holds_quota, status.runs_admitted, status.admitted) == (holds, runs, admitted)
     assert (status.finished, status.evicted) == (finished, evicted)
-    # The job reconcilers ask the same definitions on the dict, without decoding it.
-    assert (wl_life.holds_quota(obj), wl_life.is_admitted(obj)) == (holds, runs)
-    assert (wl_life.is_finished(obj), wl_life.is_evicted(obj)) == (finished, evicted)
+    # The job reconcilers ask the same definitions of the Workload's view, without decoding it.
+    record = WorkloadRecord.of(obj)
+    assert (record.holds_quota, record.runs_admitted) == (holds, runs)
+    assert (record.finished, record.evicted) == (finished, evicted)
     assert ClusterCache.is_admitted(obj) is admitted
 
 

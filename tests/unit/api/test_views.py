@@ -55,15 +55,17 @@ def test_owners(owners: list[dict[str, Any]], controlled_by_u1: bool, has_contro
     assert view.has_controller is has_controller
 
 
-def test_view_of_keeps_a_view_and_views_a_raw_object_or_another_kind() -> None:
+def test_view_of_keeps_a_view_views_a_raw_object_and_reads_another_kind_from_its_sections() -> None:
     raw = make_job()
     job = BatchJob.of(raw)
     assert view_of(BatchJob, job) is job
-    assert view_of(BatchJob, raw).raw is raw
+    assert view_of(BatchJob, raw).raw is raw, "the builders called from outside the reconciler take the object as sent"
     generic = ObjectView.of(raw)
     again = view_of(BatchJob, generic)
     assert isinstance(again, BatchJob)
     assert again.raw is raw
+    assert (again.metadata, again.spec, again.status) == (generic.metadata, generic.spec, generic.status)
+    assert again.spec is generic.spec
 
 
 def test_the_view_keeps_the_object_as_sent() -> None:

@@ -11,6 +11,7 @@ import pytest
 from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_flavor, make_job
 from webhook.api import constants
+from webhook.api.views import BatchJob
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -59,7 +60,7 @@ async def four_pods_on_two_cpus() -> tuple[FakeKube, ClusterCache, dict[str, Any
     kube = FakeKube(clock=lambda: NOW)
     job = await kube.create(r.JOB, make_job("train", namespace="team-a", queue="q", parallelism=4))
     await create_queues(kube, cpu="2")
-    await kube.create(r.WORKLOAD, batch_job.workload_for(job, priority=0))
+    await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=0))
     cache = build_cache()
     for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
         cache.replace(resource, kube.objects(resource))
@@ -134,7 +135,7 @@ async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None
     await create_queues(kube, cpu="1")
     for i in range(4):  # one pod of 1 CPU each: one runs, three wait
         job = make_job(f"j{i}", namespace="team-a", queue="q", parallelism=1)
-        await kube.create(r.WORKLOAD, batch_job.workload_for(await kube.create(r.JOB, job), priority=0))
+        await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(await kube.create(r.JOB, job)), priority=0))
     cache = build_cache()
     for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
         cache.replace(resource, kube.objects(resource))
@@ -212,7 +213,7 @@ class Queue:
 
     async def submit(self, name: str, *, pods: int = 2, priority: int = 0) -> tuple[str, str]:
         job = await self.kube.create(r.JOB, make_job(name, namespace="team-a", queue="q", parallelism=pods))
-        workload = await self.kube.create(r.WORKLOAD, batch_job.workload_for(job, priority=priority))
+        workload = await self.kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=priority))
         return ("team-a", workload["metadata"]["name"])
 
     def refresh(self) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.unit.jobs.builders import make_job
 from webhook.api import constants
+from webhook.api.views import ObjectView
 from webhook.controller.cache import ClusterCache
 from webhook.controller.changes import ChangeRouter
 from webhook.controller.watches import build_cache, resource_of, watch_specs
@@ -51,7 +52,7 @@ def pod(name: str, *, group: str, rv: int = 1) -> dict[str, Any]:
 
 
 def job_workload(job: dict[str, Any]) -> str:
-    return suspendable.job_workload_name(job, batch_job.ADAPTER.kind)
+    return suspendable.job_workload_name(ObjectView.of(job), batch_job.ADAPTER.kind)
 
 
 def test_a_workload_change_marks_itself_and_the_job_of_its_name_even_once_deleted() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_flavor, make_job
+from webhook.api.views import BatchJob, WorkloadRecord
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
 from webhook.controller.watches import build_cache, resource_of, watch_specs
@@ -24,16 +25,16 @@ async def test_an_evicted_job_is_restored_only_after_its_pods_are_gone_and_then_
     sync = JobSync(kube, cache, events=EventRecorder(kube))
     flavor = await kube.create(r.RESOURCE_FLAVOR, make_flavor("spot", node_labels={"pool": "spot"}))
     original = await kube.create(r.JOB, make_job("train", parallelism=2))
-    workload = await kube.create(r.WORKLOAD, batch_job.workload_for(original, priority=0))
+    workload = await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(original), priority=0))
     admission = make_admission(main={"cpu": "spot"})
-    workload = await kube.replace_status(r.WORKLOAD, wl_life.admitted(workload, admission, now=NOW))
-    running = batch_job.released(original, podset_infos(admission, {"spot": flavor}))
+    workload = await kube.replace_status(r.WORKLOAD, wl_life.admitted(WorkloadRecord.of(workload), admission, now=NOW))
+    running = batch_job.released(BatchJob.of(original), podset_infos(admission, {"spot": flavor}))
     running = await kube.replace(r.JOB, running)
     running = await kube.patch_status(
         r.JOB, "train", {"status": {"active": 2, "startTime": "2025-01-01T00:00:00Z"}}, namespace="team-a"
     )
     workload = await kube.replace_status(
-        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Preempted", message="preempted", now=NOW)
     )
     cache.replace(r.RESOURCE_FLAVOR, kube.objects(r.RESOURCE_FLAVOR))
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
@@ -42,25 +43,27 @@ async def test_an_evicted_job_is_restored_only_after_its_pods_are_gone_and_then_
     await sync.sync(running, NOW)
     stopping = await kube.get(r.JOB, "train", namespace="team-a")
     assert stopping["spec"]["suspend"] is True
-    assert batch_job.is_stopping(stopping)
+    assert batch_job.is_stopping(BatchJob.of(stopping))
     assert "startTime" not in stopping["status"]
     assert stopping["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
     await sync.sync(stopping, NOW)
-    assert batch_job.is_stopping(await kube.get(r.JOB, "train", namespace="team-a"))
-    assert wl_life.holds_quota(await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a"))
+    assert batch_job.is_stopping(BatchJob.of(await kube.get(r.JOB, "train", namespace="team-a")))
+    assert WorkloadRecord.of(await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a")).holds_quota
 
     # 2. The Job controller removes the pods: the template is restored, the quota still held.
     gone = await kube.patch_status(r.JOB, "train", {"status": {"active": 0}}, namespace="team-a")
     await sync.sync(gone, NOW)
     restored = await kube.get(r.JOB, "train", namespace="team-a")
-    assert not batch_job.is_stopping(restored)
+    assert not batch_job.is_stopping(BatchJob.of(restored))
     assert restored["spec"]["template"] == original["spec"]["template"]
-    assert wl_life.holds_quota(await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a"))
+    assert WorkloadRecord.of(await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a")).holds_quota
 
     # 3. Only then does the Workload give its quota back.
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
     await sync.sync(restored, NOW)
-    assert not wl_life.holds_quota(await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a"))
+    assert not WorkloadRecord.of(
+        await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a")
+    ).holds_quota
 
 
 def admitted_for(workload: dict[str, Any], *, count: int, cpu_total: str) -> dict[str, Any]:
@@ -70,17 +73,17 @@ def admitted_for(workload: dict[str, Any], *, count: int, cpu_total: str) -> dic
             {"name": "main", "count": count, "flavors": {"cpu": "spot"}, "resourceUsage": {"cpu": cpu_total}}
         ],
     }
-    return wl_life.admitted(workload, admission, now=NOW)
+    return wl_life.admitted(WorkloadRecord.of(workload), admission, now=NOW)
 
 
 async def running_job(kube: FakeKube, cache: Any, *, parallelism: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """A Job admitted for 2 pods of 1 CPU and running; returns (job, workload) as stored."""
     flavor = await kube.create(r.RESOURCE_FLAVOR, make_flavor("spot"))
     job = await kube.create(r.JOB, make_job("train", parallelism=2))
-    workload = await kube.create(r.WORKLOAD, batch_job.workload_for(job, priority=0))
+    workload = await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=0))
     workload = await kube.replace_status(r.WORKLOAD, admitted_for(workload, count=2, cpu_total="2"))
     admission = workload["status"]["admission"]
-    job = await kube.replace(r.JOB, batch_job.released(job, podset_infos(admission, {"spot": flavor})))
+    job = await kube.replace(r.JOB, batch_job.released(BatchJob.of(job), podset_infos(admission, {"spot": flavor})))
     job["spec"]["parallelism"] = parallelism
     job = await kube.replace(r.JOB, job)
     job = await kube.patch_status(
@@ -104,7 +107,7 @@ async def test_a_job_that_outgrew_its_admission_is_stopped_and_queued_again_hold
     assert stopping["spec"]["suspend"] is True
     discarded = await kube.get(r.WORKLOAD, name, namespace="team-a")
     assert discarded["metadata"]["deletionTimestamp"]
-    assert wl_life.holds_quota(discarded)
+    assert WorkloadRecord.of(discarded).holds_quota
 
     # 2. While pods remain, the Workload stays.
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
@@ -122,7 +125,7 @@ async def test_a_job_that_outgrew_its_admission_is_stopped_and_queued_again_hold
     await sync.sync(restored, NOW)
     (fresh,) = kube.objects(r.WORKLOAD)
     assert fresh["spec"]["podSets"][0]["count"] == 6
-    assert not wl_life.holds_quota(fresh)
+    assert not WorkloadRecord.of(fresh).holds_quota
     assert fresh["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
 
 
@@ -151,7 +154,7 @@ async def test_deleting_the_workload_of_a_running_job_stops_it_before_the_quota_
     await sync.sync(job, NOW)
     stopping = await kube.get(r.JOB, "train", namespace="team-a")
     assert stopping["spec"]["suspend"] is True
-    assert wl_life.holds_quota(await kube.get(r.WORKLOAD, name, namespace="team-a"))
+    assert WorkloadRecord.of(await kube.get(r.WORKLOAD, name, namespace="team-a")).holds_quota
 
     gone = await kube.patch_status(r.JOB, "train", {"status": {"active": 0}}, namespace="team-a")
     await sync.sync(gone, NOW)  # restores the template

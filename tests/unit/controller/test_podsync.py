@@ -10,6 +10,7 @@ from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_flavor
 from webhook.api import conditions
 from webhook.api import constants as c
+from webhook.api.views import Pod, WorkloadRecord
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.podsync import PodGroupSync
@@ -79,14 +80,16 @@ class World:
                 for ps in workload["spec"]["podSets"]
             ],
         }
-        return await self.kube.replace_status(r.WORKLOAD, wl_life.admitted(workload, admission, now=NOW))
+        return await self.kube.replace_status(
+            r.WORKLOAD, wl_life.admitted(WorkloadRecord.of(workload), admission, now=NOW)
+        )
 
     def pods(self) -> dict[str, Object]:
         return {p["metadata"]["name"]: p for p in self.kube.objects(r.POD)}
 
 
 def _gated(pod: Object) -> bool:
-    return pod_group.is_gated(pod)
+    return pod_group.is_gated(Pod.of(pod))
 
 
 async def test_a_complete_group_gets_one_workload_owned_by_every_pod() -> None:
@@ -158,11 +161,11 @@ async def test_an_evicted_group_loses_its_running_pods_then_its_quota() -> None:
     assert not any(_gated(p) for p in world.pods().values())
     workload = await world.workload()
     await world.kube.replace_status(
-        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Preempted", message="preempted", now=NOW)
     )
     await world.pass_once()
     assert world.pods() == {}
-    assert not wl_life.holds_quota(await world.workload())
+    assert not WorkloadRecord.of(await world.workload()).holds_quota
 
 
 async def test_an_evicted_statefulset_group_keeps_its_workload_for_the_pods_made_again() -> None:
@@ -178,14 +181,14 @@ async def test_an_evicted_statefulset_group_keeps_its_workload_for_the_pods_made
     await world.pass_once()
     workload = await world.workload()
     await world.kube.replace_status(
-        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Preempted", message="preempted", now=NOW)
     )
     await world.pass_once()
     assert world.pods() == {}
     # Every pod that owned it is gone: the StatefulSet owns it meanwhile, so the collector leaves it.
     kept = await world.workload()
     assert "sts-uid" in [o["uid"] for o in kept["metadata"]["ownerReferences"]]
-    assert not wl_life.holds_quota(kept)
+    assert not WorkloadRecord.of(kept).holds_quota
     # The StatefulSet makes web-0 again: it joins the Workload, which is its pods' again (scaling to zero
     # collects it), and it stays gated: the Workload waits for quota.
     again = make_pod("web-0", total=2, fast=True)
@@ -211,16 +214,16 @@ async def test_an_evicted_groups_quota_stays_while_its_deleted_pods_still_run_on
     await world.kube.replace_status(r.POD, running | {"status": {"phase": "Running"}})
     workload = await world.workload()
     await world.kube.replace_status(
-        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Preempted", message="preempted", now=NOW)
     )
     await world.pass_once()
     assert world.pods()["web-0"]["metadata"].get("deletionTimestamp")  # deleted, still stopping
-    assert wl_life.holds_quota(await world.workload())
+    assert WorkloadRecord.of(await world.workload()).holds_quota
     await world.pass_once()
-    assert wl_life.holds_quota(await world.workload()), "quota given back while a pod still runs"
+    assert WorkloadRecord.of(await world.workload()).holds_quota, "quota given back while a pod still runs"
     # Past its grace period it is stuck (a lost node, say): it no longer holds the quota, as in Kueue.
     await world.pass_once(NOW + timedelta(seconds=5))
-    assert not wl_life.holds_quota(await world.workload())
+    assert not WorkloadRecord.of(await world.workload()).holds_quota
 
 
 async def test_an_evicted_groups_quota_goes_back_once_its_deleted_pods_are_gone() -> None:
@@ -236,10 +239,10 @@ async def test_an_evicted_groups_quota_goes_back_once_its_deleted_pods_are_gone(
     await world.kube.replace_status(r.POD, world.pods()["web-0"] | {"status": {"phase": "Running"}})
     workload = await world.workload()
     await world.kube.replace_status(
-        r.WORKLOAD, wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Preempted", message="preempted", now=NOW)
     )
     await world.pass_once()
-    assert wl_life.holds_quota(await world.workload())
+    assert WorkloadRecord.of(await world.workload()).holds_quota
     # The kubelet has stopped it: the pod goes, the StatefulSet makes it again, gated; the quota goes back.
     await world.kube.patch(r.POD, "web-0", {"metadata": {"finalizers": None}}, namespace=NS)
     assert world.pods() == {}
@@ -247,7 +250,7 @@ async def test_an_evicted_groups_quota_goes_back_once_its_deleted_pods_are_gone(
     again["metadata"]["ownerReferences"] = [sts]
     await world.kube.create(r.POD, again)
     await world.pass_once()
-    assert not wl_life.holds_quota(await world.workload())
+    assert not WorkloadRecord.of(await world.workload()).holds_quota
     assert _gated(world.pods()["web-0"])
 
 
@@ -367,7 +370,7 @@ async def test_an_admitted_statefulset_group_scaled_up_is_stopped_and_queued_aga
     assert found is not None
     assert (found["status"], found["reason"]) == ("True", "Resized")
     assert world.pods() == {}  # pods cannot be resized in place: they go, and the quota with them
-    assert not wl_life.holds_quota(evicted)
+    assert not WorkloadRecord.of(evicted).holds_quota
     assert conditions.is_true(evicted, c.COND_REQUEUED)
     assert counts(evicted) == [3]  # in the same pass: the scheduler's turn comes next, it must not see two
     # The StatefulSet makes web-0 again: gated, its Workload pending for three, then admitted for three.
@@ -387,7 +390,7 @@ async def test_scaled_down_while_admitted_then_to_zero_before_its_pods_came_back
     await world.kube.delete(r.POD, "web-1", namespace=NS)
     await world.pass_once()
     kept = await world.workload(WEB)
-    assert not wl_life.holds_quota(kept)
+    assert not WorkloadRecord.of(kept).holds_quota
     assert world.pods() == {}
     assert sts["metadata"]["uid"] in [o["uid"] for o in kept["metadata"]["ownerReferences"]]
     # Scaled to zero before web-0 is made again: no pod will come, so the Workload the StatefulSet kept goes.

@@ -8,6 +8,7 @@ from typing import Any
 from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_job
 from webhook.api import conditions
+from webhook.api.views import BatchJob
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
 from webhook.controller.watches import build_cache
@@ -20,7 +21,7 @@ PREBUILT = {"kueue.x-k8s.io/prebuilt-workload-name": "mine"}
 
 def prebuilt_workload(job: dict[str, Any], *, cpu: str = "1") -> dict[str, Any]:
     """What a user writes: a Workload with the job's pod set, no owner."""
-    body = batch_job.workload_for(make_job("train", cpu=cpu) | {"metadata": job["metadata"]}, priority=0)
+    body = batch_job.workload_for(BatchJob.of(make_job("train", cpu=cpu) | {"metadata": job["metadata"]}), priority=0)
     meta = body["metadata"]
     meta["name"] = "mine"
     del meta["ownerReferences"], meta["labels"]

@@ -13,6 +13,7 @@ from tests.doubles.fakekube import FakeKube
 from tests.unit.controller.test_admitter import make_cluster_queue, make_local_queue
 from tests.unit.jobs.builders import make_flavor, make_job
 from webhook.api import constants
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.controller.reconciler import Reconciler
 from webhook.controller.watches import CACHE_WATCHES, build_cache
 from webhook.jobs import batch_job, suspendable
@@ -66,10 +67,10 @@ class World:
         return next(w for w in self.kube.objects(r.WORKLOAD) if w["metadata"]["name"] == name)
 
     def admitted(self) -> set[str]:
-        return {w["metadata"]["name"] for w in self.kube.objects(r.WORKLOAD) if wl_life.holds_quota(w)}
+        return {w["metadata"]["name"] for w in self.kube.objects(r.WORKLOAD) if WorkloadRecord.of(w).holds_quota}
 
     async def finish(self, name: str) -> None:
-        body = wl_life.finished(self.workload(name), succeeded=True, message="done", now=self.now)
+        body = wl_life.finished(WorkloadRecord.of(self.workload(name)), succeeded=True, message="done", now=self.now)
         await self.kube.replace_status(r.WORKLOAD, body)
 
 
@@ -102,7 +103,7 @@ async def test_a_job_whose_write_keeps_failing_is_retried_after_a_growing_backof
     world = World()
     await world.queues()
     job = await world.kube.create(r.JOB, make_job("train", namespace=NS, queue="q"))
-    name = suspendable.job_workload_name(job, batch_job.ADAPTER.kind)
+    name = suspendable.job_workload_name(ObjectView.of(job), batch_job.ADAPTER.kind)
     fault = world.kube.faults.fail_next("create", resource=r.WORKLOAD, name=name, times=2)
 
     await world.pass_once()

@@ -13,6 +13,7 @@ from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_flavor
 from webhook.api import conditions
 from webhook.api import constants as c
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.controller.events import EventRecorder
 from webhook.controller.statemachine import StateMachine
 from webhook.controller.watches import build_cache
@@ -21,7 +22,6 @@ from webhook.jobs.adapter import Finish
 from webhook.jobs.podset import PodSetInfo, PodSetMergeError
 from webhook.jobs.steps import JobState
 from webhook.kube import resources as r
-from webhook.kube.objects import Object
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 NS = "team-a"
@@ -33,7 +33,9 @@ class Recorder:
 
     def __init__(self, state: JobState, *, fits: bool = True, merge_error: bool = False, ready: bool = False) -> None:
         self.state = state
-        self.subjects: Sequence[Object] = ({"metadata": {"name": "job", "namespace": NS, "uid": "job-uid"}},)
+        self.subjects: Sequence[ObjectView] = (
+            ObjectView.of({"metadata": {"name": "job", "namespace": NS, "uid": "job-uid"}}),
+        )
         self.calls: list[str] = []
         self.infos: Mapping[str, PodSetInfo] = {}
         self._fits, self._merge_error, self._ready = fits, merge_error, ready
@@ -41,31 +43,31 @@ class Recorder:
     def ended(self) -> Finish:
         return Finish(done=True, succeeded=True, message="all done")
 
-    async def let_go(self, workload: Object) -> None:
+    async def let_go(self, workload: WorkloadRecord) -> None:
         self.calls.append("let_go")
 
-    async def restore(self, workload: Object) -> None:
+    async def restore(self, workload: WorkloadRecord) -> None:
         self.calls.append("restore")
 
-    async def fits(self, workload: Object, now: datetime) -> bool:
+    async def fits(self, workload: WorkloadRecord, now: datetime) -> bool:
         self.calls.append("fits")
         return self._fits
 
-    async def release(self, workload: Object, infos: Mapping[str, PodSetInfo], now: datetime) -> None:
+    async def release(self, workload: WorkloadRecord, infos: Mapping[str, PodSetInfo], now: datetime) -> None:
         self.calls.append("release")
         self.infos = infos
         if self._merge_error:
             raise PodSetMergeError("nodeSelector pool='a' conflicts with the admitted flavor's 'spot'")
 
-    def pods_ready(self, workload: Object) -> bool:
+    def pods_ready(self, workload: WorkloadRecord) -> bool:
         self.calls.append("pods_ready")
         return self._ready
 
-    async def stop(self, workload: Object, now: datetime) -> None:
+    async def stop(self, workload: WorkloadRecord, now: datetime) -> None:
         self.calls.append("stop")
 
 
-async def setup(status: str) -> tuple[FakeKube, StateMachine, Object]:
+async def setup(status: str) -> tuple[FakeKube, StateMachine, WorkloadRecord]:
     """A Workload that is ``pending``, ``admitted``, ``evicted`` (still holding quota) or ``finished``."""
     kube = FakeKube(clock=lambda: NOW)
     cache = build_cache()
@@ -80,15 +82,17 @@ async def setup(status: str) -> tuple[FakeKube, StateMachine, Object]:
     workload = await kube.create(r.WORKLOAD, body)
     if status in ("admitted", "evicted", "finished"):
         admission = make_admission(main={"cpu": "spot"})
-        workload = await kube.replace_status(r.WORKLOAD, wl_life.admitted(workload, admission, now=NOW))
+        workload = await kube.replace_status(
+            r.WORKLOAD, wl_life.admitted(WorkloadRecord.of(workload), admission, now=NOW)
+        )
     if status == "evicted":
-        evicted = wl_life.evicted(workload, reason="Preempted", message="preempted", now=NOW)
+        evicted = wl_life.evicted(WorkloadRecord.of(workload), reason="Preempted", message="preempted", now=NOW)
         workload = await kube.replace_status(r.WORKLOAD, evicted)
     if status == "finished":
-        finished = wl_life.finished(workload, succeeded=True, message="done", now=NOW)
+        finished = wl_life.finished(WorkloadRecord.of(workload), succeeded=True, message="done", now=NOW)
         workload = await kube.replace_status(r.WORKLOAD, finished)
     machine = StateMachine(kube, cache, events=EventRecorder(kube), track_pods_ready=True)
-    return kube, machine, workload
+    return kube, machine, WorkloadRecord.of(workload)
 
 
 @pytest.mark.parametrize(
@@ -149,5 +153,5 @@ async def test_pods_ready_and_the_quota_given_back_are_written_to_the_workload()
     kube, machine, workload = await setup("evicted")
     await machine.take_step(workload, Recorder(IDLE), NOW)
     released = await kube.get(r.WORKLOAD, "wl", namespace=NS)
-    assert not wl_life.holds_quota(released)
+    assert not WorkloadRecord.of(released).holds_quota
     assert conditions.is_true(released, c.COND_REQUEUED)

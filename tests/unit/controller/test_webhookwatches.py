@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_job
+from webhook.api.views import BatchJob, WorkloadRecord
 from webhook.controller.supervisor import Supervisor
 from webhook.controller.webhookwatches import (
     WEBHOOK_WATCHES,
@@ -27,9 +28,9 @@ async def _workloads(kube: FakeKube) -> tuple[Object, Object]:
     made = []
     for name in ("run", "wait"):
         job = await kube.create(r.JOB, make_job(name))
-        made.append(await kube.create(r.WORKLOAD, batch_job.workload_for(job, priority=0)))
+        made.append(await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=0)))
     admitted = await kube.replace_status(
-        r.WORKLOAD, wl_life.admitted(made[0], make_admission(main={"cpu": "f"}), now=T0)
+        r.WORKLOAD, wl_life.admitted(WorkloadRecord.of(made[0]), make_admission(main={"cpu": "f"}), now=T0)
     )
     return admitted, made[1]
 
@@ -52,7 +53,7 @@ async def test_the_webhook_cache_holds_only_admitted_workloads_and_forgets_one_t
         assert cache.workload("team-a", _name(admitted)) is not None
         assert cache.workload("team-a", _name(pending)) is None
         # Its admission cleared (given back): it leaves the selection and the cache.
-        await kube.replace_status(r.WORKLOAD, wl_life.released(admitted, now=T0))
+        await kube.replace_status(r.WORKLOAD, wl_life.released(WorkloadRecord.of(admitted), now=T0))
         for _ in range(100):
             if cache.workload("team-a", _name(admitted)) is None:
                 break
@@ -70,7 +71,9 @@ async def test_the_sink_drops_what_is_not_admitted_whatever_the_server_sends() -
     assert cache.workload("team-a", _name(pending)) is None
     sink.apply(r.WORKLOAD, "MODIFIED", pending)
     assert cache.workload("team-a", _name(pending)) is None
-    sink.apply(r.WORKLOAD, "MODIFIED", wl_life.released(admitted, now=T0))  # no longer admitted: forgotten
+    sink.apply(
+        r.WORKLOAD, "MODIFIED", wl_life.released(WorkloadRecord.of(admitted), now=T0)
+    )  # no longer admitted: forgotten
     assert cache.workload("team-a", _name(admitted)) is None
     sink.replace(r.NAMESPACE, [{"metadata": {"name": "ns", "labels": {}}}])  # other kinds pass unchanged
     assert cache.namespace_labels("ns") == {}

@@ -11,6 +11,7 @@ from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_job
 from webhook.api import conditions
 from webhook.api.constants import API_VERSION, RESOURCE_IN_USE_FINALIZER
+from webhook.api.views import BatchJob, WorkloadRecord
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.watches import build_cache
@@ -50,12 +51,13 @@ class World:
 
     async def job_with_workload(self, *, admitted_at: datetime | None = T0, **spec: Any) -> tuple[Object, Object]:
         job = await self.kube.create(r.JOB, make_job("train"))
-        workload = batch_job.workload_for(job, priority=0)
+        workload = batch_job.workload_for(BatchJob.of(job), priority=0)
         workload["spec"] |= spec
         workload = await self.kube.create(r.WORKLOAD, workload)
         if admitted_at is not None:
             workload = await self.kube.replace_status(
-                r.WORKLOAD, wl_life.admitted(workload, make_admission(main={"cpu": "f"}), now=admitted_at)
+                r.WORKLOAD,
+                wl_life.admitted(WorkloadRecord.of(workload), make_admission(main={"cpu": "f"}), now=admitted_at),
             )
         return job, workload
 
@@ -68,7 +70,7 @@ class World:
         }
         workload = await self.kube.create(r.WORKLOAD, body)
         return await self.kube.replace_status(
-            r.WORKLOAD, wl_life.admitted(workload, make_admission(main={"cpu": "f"}), now=T0)
+            r.WORKLOAD, wl_life.admitted(WorkloadRecord.of(workload), make_admission(main={"cpu": "f"}), now=T0)
         )
 
     async def queue(self, resource: r.Resource, name: str, *, stop_policy: str, namespace: str | None = None) -> None:
@@ -119,19 +121,21 @@ async def test_the_workload_of_a_job_that_exists_is_left_alone() -> None:
     assert await world.run() is None
     workload = world.workload()
     assert RESOURCE_IN_USE_FINALIZER in workload["metadata"]["finalizers"]
-    assert wl_life.holds_quota(workload)
-    assert not wl_life.is_evicted(workload)
+    assert WorkloadRecord.of(workload).holds_quota
+    assert not WorkloadRecord.of(workload).evicted
 
 
 async def test_a_finished_workload_of_a_gone_job_loses_its_finalizer_but_is_not_deleted() -> None:
     world = World(garbage_collect=False)
     job, workload = await world.job_with_workload()
-    await world.kube.replace_status(r.WORKLOAD, wl_life.finished(workload, succeeded=True, message="done", now=T0))
+    await world.kube.replace_status(
+        r.WORKLOAD, wl_life.finished(WorkloadRecord.of(workload), succeeded=True, message="done", now=T0)
+    )
     await world.kube.delete(r.JOB, job["metadata"]["name"], namespace=NS)
     assert await world.run() is None
     workload = world.workload()
     assert RESOURCE_IN_USE_FINALIZER not in (workload["metadata"].get("finalizers") or [])
-    assert wl_life.is_finished(workload)
+    assert WorkloadRecord.of(workload).finished
 
 
 async def test_a_deactivated_workload_is_evicted() -> None:
@@ -148,7 +152,7 @@ async def test_a_workload_past_its_maximum_execution_time_is_evicted_and_deactiv
     await world.job_with_workload(maximumExecutionTimeSeconds=60)
     # Before the limit: nothing, and the loop is told when to look again.
     assert await world.run(T0 + timedelta(seconds=30)) == T0 + timedelta(seconds=60)
-    assert not wl_life.is_evicted(world.workload())
+    assert not WorkloadRecord.of(world.workload()).evicted
     await world.run(T0 + timedelta(seconds=61))
     workload = world.workload()
     assert workload["spec"]["active"] is False
@@ -182,35 +186,39 @@ async def test_a_queue_stopped_with_hold_keeps_what_runs() -> None:
     await world.queue(r.CLUSTER_QUEUE, "cq", stop_policy="Hold")
     await world.job_with_workload()
     await world.run()
-    assert not wl_life.is_evicted(world.workload())
-    assert wl_life.holds_quota(world.workload())
+    assert not WorkloadRecord.of(world.workload()).evicted
+    assert WorkloadRecord.of(world.workload()).holds_quota
 
 
 async def test_an_evicted_bare_workload_gives_its_quota_back_at_once() -> None:
     world = World()
     workload = await world.bare_workload()
-    await world.kube.replace_status(r.WORKLOAD, wl_life.evicted(workload, reason="Deactivated", message="m", now=T0))
+    await world.kube.replace_status(
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Deactivated", message="m", now=T0)
+    )
     await world.run()
     workload = world.workload()
-    assert not wl_life.holds_quota(workload)
+    assert not WorkloadRecord.of(workload).holds_quota
     assert world.workloads()[0]["metadata"]["name"] == "bare"  # not an orphan: it never had a job
 
 
 async def test_an_evicted_workload_of_a_job_keeps_its_quota_until_the_job_stops() -> None:
     world = World()
     _, workload = await world.job_with_workload()
-    await world.kube.replace_status(r.WORKLOAD, wl_life.evicted(workload, reason="Deactivated", message="m", now=T0))
+    await world.kube.replace_status(
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Deactivated", message="m", now=T0)
+    )
     await world.run()
-    assert wl_life.holds_quota(world.workload())  # JobSync releases it once the Job is suspended
+    assert WorkloadRecord.of(world.workload()).holds_quota  # JobSync releases it once the Job is suspended
 
 
 async def test_a_reactivated_workload_is_requeued() -> None:
     world = World()
     _, workload = await world.job_with_workload(active=False)
     workload = await world.kube.replace_status(
-        r.WORKLOAD, wl_life.evicted(workload, reason="Deactivated", message="m", now=T0)
+        r.WORKLOAD, wl_life.evicted(WorkloadRecord.of(workload), reason="Deactivated", message="m", now=T0)
     )
-    workload = await world.kube.replace_status(r.WORKLOAD, wl_life.released(workload, now=T0))
+    workload = await world.kube.replace_status(r.WORKLOAD, wl_life.released(WorkloadRecord.of(workload), now=T0))
     requeued = _condition(workload, "Requeued")
     assert requeued is not None
     assert requeued["status"] == "False"

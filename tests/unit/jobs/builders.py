@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
+
+from webhook.api.views import Pod
 
 JSON = dict[str, Any]
 
@@ -64,3 +67,8 @@ def make_admission(cluster_queue: str = "cq", **flavors_by_podset: dict[str, str
             {"name": name, "flavors": flavors, "count": 1} for name, flavors in flavors_by_podset.items()
         ],
     }
+
+
+def pod_views(pods: Iterable[JSON]) -> list[Pod]:
+    """Pods as the pod group functions read them (the reconciler takes each view from its cache)."""
+    return [Pod.of(pod) for pod in pods]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.jobs.builders import make_admission, make_flavor, make_job
+from webhook.api.views import BatchJob, WorkloadRecord
 from webhook.jobs import batch_job
 from webhook.jobs.naming import job_workload_name, workload_name
 from webhook.jobs.podset import podset_infos
@@ -20,7 +21,7 @@ from webhook.jobs.podset import podset_infos
     ],
 )
 def test_pod_count(parallelism: int | None, completions: int | None, count: int) -> None:
-    assert batch_job.pod_count(make_job(parallelism=parallelism, completions=completions)) == count
+    assert batch_job.pod_count(BatchJob.of(make_job(parallelism=parallelism, completions=completions))) == count
 
 
 def test_workload_for_job() -> None:
@@ -31,7 +32,10 @@ def test_workload_for_job() -> None:
         annotations={"kueue.x-k8s.io/job-min-parallelism": "2"},
     )
     wl = batch_job.workload_for(
-        job, priority=100, priority_class_name="high", priority_class_source="kueue.x-k8s.io/workloadpriorityclass"
+        BatchJob.of(job),
+        priority=100,
+        priority_class_name="high",
+        priority_class_source="kueue.x-k8s.io/workloadpriorityclass",
     )
     assert wl["metadata"]["name"] == job_workload_name("team-a", "sample")
     assert wl["metadata"]["ownerReferences"][0] | {} == {
@@ -65,28 +69,28 @@ def test_workload_names_are_stable_valid_and_distinct() -> None:
 
 def test_matches_workload_detects_a_changed_job() -> None:
     job = make_job(parallelism=2)
-    wl = batch_job.workload_for(job, priority=0)
-    assert batch_job.matches_workload(job, wl)
-    assert not batch_job.matches_workload(make_job(parallelism=3), wl)
-    assert not batch_job.matches_workload(make_job(parallelism=2, cpu="2"), wl)
-    assert not batch_job.matches_workload(make_job(parallelism=2, uid="other"), wl)
+    wl = batch_job.workload_for(BatchJob.of(job), priority=0)
+    assert batch_job.matches_workload(BatchJob.of(job), WorkloadRecord.of(wl))
+    assert not batch_job.matches_workload(BatchJob.of(make_job(parallelism=3)), WorkloadRecord.of(wl))
+    assert not batch_job.matches_workload(BatchJob.of(make_job(parallelism=2, cpu="2")), WorkloadRecord.of(wl))
+    assert not batch_job.matches_workload(BatchJob.of(make_job(parallelism=2, uid="other")), WorkloadRecord.of(wl))
 
 
 def test_release_injects_flavor_and_unsuspends_then_stop_restores() -> None:
     job = make_job(parallelism=4)
-    wl = batch_job.workload_for(job, priority=0)
+    wl = batch_job.workload_for(BatchJob.of(job), priority=0)
     flavors = {"spot": make_flavor("spot", node_labels={"instance": "spot"})}
     infos = podset_infos(make_admission(main={"cpu": "spot"}), flavors)
-    running = batch_job.released(job, infos, admitted_count=3)
+    running = batch_job.released(BatchJob.of(job), infos, admitted_count=3)
     assert running["spec"]["suspend"] is False
     assert running["spec"]["parallelism"] == 3
     assert running["spec"]["template"]["spec"]["nodeSelector"] == {"instance": "spot"}
     assert job["spec"]["suspend"] is True, "the input is not modified"
 
-    stopping = batch_job.suspended(running)
+    stopping = batch_job.suspended(BatchJob.of(running))
     assert stopping["spec"]["suspend"] is True
     assert stopping["metadata"]["annotations"]["kueue.x-k8s.io/stopping"] == "true"
-    back = batch_job.restored(stopping, wl)
+    back = batch_job.restored(BatchJob.of(stopping), WorkloadRecord.of(wl))
     assert back["spec"]["template"] == job["spec"]["template"]
     assert back["spec"]["parallelism"] == 4
     assert "annotations" not in back["metadata"]
@@ -110,7 +114,7 @@ def test_release_injects_flavor_and_unsuspends_then_stop_restores() -> None:
 def test_finished(conditions: list[dict[str, str]], expected: tuple[bool, bool, str]) -> None:
     job = make_job()
     job["status"] = {"conditions": conditions}
-    assert batch_job.finished(job) == expected
+    assert batch_job.finished(BatchJob.of(job)) == expected
 
 
 @pytest.mark.parametrize(
@@ -129,14 +133,20 @@ def test_finished(conditions: list[dict[str, str]], expected: tuple[bool, bool, 
     ],
 )
 def test_template_mutable(suspend: bool, status: dict[str, object], mutable: bool) -> None:
-    assert batch_job.template_mutable(make_job(suspend=suspend) | {"status": status}) is mutable
+    assert batch_job.template_mutable(BatchJob.of(make_job(suspend=suspend) | {"status": status})) is mutable
 
 
 def test_stopping_lasts_from_suspend_to_restore() -> None:
     job = make_job(suspend=False)
-    stopping = batch_job.suspended(job)
-    assert batch_job.is_stopping(stopping)
-    assert not batch_job.is_stopping(batch_job.restored(stopping, {"spec": {"podSets": batch_job.podsets(job)}}))
+    stopping = batch_job.suspended(BatchJob.of(job))
+    assert batch_job.is_stopping(BatchJob.of(stopping))
+    assert not batch_job.is_stopping(
+        BatchJob.of(
+            batch_job.restored(
+                BatchJob.of(stopping), WorkloadRecord.of({"spec": {"podSets": batch_job.podsets(BatchJob.of(job))}})
+            )
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -152,4 +162,4 @@ def test_stopping_lasts_from_suspend_to_restore() -> None:
 )
 def test_pods_ready(status: dict[str, object], ready: bool) -> None:
     job = make_job(parallelism=3) | {"status": status}
-    assert batch_job.pods_ready(job) is ready
+    assert batch_job.pods_ready(BatchJob.of(job)) is ready

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.jobs.jobset import ADAPTER
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo
@@ -43,42 +44,47 @@ def make_jobset(*rjs: tuple[str, int, int | None, int | None], suspend: bool = T
 def test_pod_sets_count_as_kueue_does(
     rjs: list[tuple[str, int, int | None, int | None]], counts: dict[str, int]
 ) -> None:
-    pod_sets = ADAPTER.pod_sets(make_jobset(*rjs), PodDefaults())
+    pod_sets = ADAPTER.pod_sets(ObjectView.of(make_jobset(*rjs)), PodDefaults())
     assert {p["name"]: p["count"] for p in pod_sets} == counts
-    assert ADAPTER.pod_count(make_jobset(*rjs)) == sum(counts.values())
+    assert ADAPTER.pod_count(ObjectView.of(make_jobset(*rjs))) == sum(counts.values())
 
 
 def test_release_injects_each_pod_set_and_restore_takes_it_back() -> None:
     js = make_jobset(("a", 1, 1, 1), ("b", 1, 1, 1))
-    workload = {"spec": {"podSets": ADAPTER.pod_sets(js, PodDefaults())}}
+    workload = {"spec": {"podSets": ADAPTER.pod_sets(ObjectView.of(js), PodDefaults())}}
     infos = {
         "a": PodSetInfo(name="a", node_selector={"pool": "x"}, labels={"kueue.x-k8s.io/podset": "a"}),
         "b": PodSetInfo(name="b", node_selector={"pool": "y"}, labels={"kueue.x-k8s.io/podset": "b"}),
     }
-    running = ADAPTER.released(js, infos, {"a": 1, "b": 1})
+    running = ADAPTER.released(ObjectView.of(js), infos, {"a": 1, "b": 1})
     assert running["spec"]["suspend"] is False
     selectors = [r["template"]["spec"]["template"]["spec"]["nodeSelector"] for r in running["spec"]["replicatedJobs"]]
     assert selectors == [{"pool": "x"}, {"pool": "y"}]
-    stopping = ADAPTER.suspended(running)
-    assert ADAPTER.is_stopping(stopping)
-    assert ADAPTER.template_mutable(stopping)
-    back = ADAPTER.restored(stopping, workload)
+    stopping = ADAPTER.suspended(ObjectView.of(running))
+    assert ADAPTER.is_stopping(ObjectView.of(stopping))
+    assert ADAPTER.template_mutable(ObjectView.of(stopping))
+    back = ADAPTER.restored(ObjectView.of(stopping), WorkloadRecord.of(workload))
     # The pod specs as created; admission's podset label gone (an empty metadata is all that is left of it).
     pods = [r["template"]["spec"]["template"] for r in back["spec"]["replicatedJobs"]]
     assert [p["spec"] for p in pods] == [
         r["template"]["spec"]["template"]["spec"] for r in js["spec"]["replicatedJobs"]
     ]
     assert all(not p.get("metadata") for p in pods)
-    assert not ADAPTER.is_stopping(back)
+    assert not ADAPTER.is_stopping(ObjectView.of(back))
 
 
 def test_admission_mismatch_sees_a_grown_replicated_job() -> None:
     js = make_jobset(("w", 1, 1, 1))
     admission = {"podSetAssignments": [{"name": "w", "count": 1, "resourceUsage": {"cpu": "1"}}]}
-    workload = {"spec": {"podSets": ADAPTER.pod_sets(js, PodDefaults())}, "status": {"admission": admission}}
-    assert ADAPTER.admission_mismatch(js, workload, PodDefaults()) is None
+    workload = {
+        "spec": {"podSets": ADAPTER.pod_sets(ObjectView.of(js), PodDefaults())},
+        "status": {"admission": admission},
+    }
+    assert ADAPTER.admission_mismatch(ObjectView.of(js), WorkloadRecord.of(workload), PodDefaults()) is None
     grown = make_jobset(("w", 2, 1, 1))
-    assert "runs 2 pods" in str(ADAPTER.admission_mismatch(grown, workload, PodDefaults()))
+    assert "runs 2 pods" in str(
+        ADAPTER.admission_mismatch(ObjectView.of(grown), WorkloadRecord.of(workload), PodDefaults())
+    )
 
 
 @pytest.mark.parametrize(
@@ -92,20 +98,20 @@ def test_admission_mismatch_sees_a_grown_replicated_job() -> None:
 )
 def test_finished_follows_the_jobset_conditions(conditions: list[JSON], done: bool, succeeded: bool) -> None:
     js = make_jobset(("w", 1, 1, 1)) | {"status": {"conditions": conditions}}
-    finish = ADAPTER.finished(js)
+    finish = ADAPTER.finished(ObjectView.of(js))
     assert (finish.done, finish.succeeded) == (done, succeeded)
 
 
 def test_pods_ready_when_every_replica_is_ready_or_succeeded() -> None:
     js = make_jobset(("a", 1, 1, 1), ("b", 2, 1, 1))
     partly = js | {"status": {"replicatedJobsStatus": [{"name": "a", "ready": 1}, {"name": "b", "ready": 1}]}}
-    assert not ADAPTER.pods_ready(partly)
+    assert not ADAPTER.pods_ready(ObjectView.of(partly))
     whole = js | {
         "status": {"replicatedJobsStatus": [{"name": "a", "succeeded": 1}, {"name": "b", "ready": 1, "succeeded": 1}]}
     }
-    assert ADAPTER.pods_ready(whole)
+    assert ADAPTER.pods_ready(ObjectView.of(whole))
 
 
 def test_replicated_jobs_need_distinct_names() -> None:
-    assert ADAPTER.create_problems(make_jobset(("a", 1, 1, 1), ("a", 1, 1, 1)), managed=True)
-    assert ADAPTER.create_problems(make_jobset(("a", 1, 1, 1), ("b", 1, 1, 1)), managed=True) == []
+    assert ADAPTER.create_problems(ObjectView.of(make_jobset(("a", 1, 1, 1), ("a", 1, 1, 1))), managed=True)
+    assert ADAPTER.create_problems(ObjectView.of(make_jobset(("a", 1, 1, 1), ("b", 1, 1, 1))), managed=True) == []

@@ -8,6 +8,7 @@ import pytest
 
 from webhook.api.quantity import parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.api.views import ObjectView
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
 
 
@@ -39,11 +40,13 @@ def test_limit_range_defaults(resources: dict[str, Any] | None, item: dict[str, 
     kind = item.pop("type", "Container")
     lr = limit_range(**item)
     lr["spec"]["limits"][0]["type"] = kind
-    assert cpu(PodDefaults(limit_ranges=[lr]).apply(template(resources))) == expected
+    assert cpu(PodDefaults(limit_ranges=[ObjectView.of(lr)]).apply(template(resources))) == expected
 
 
 def test_runtime_class_overhead_is_added() -> None:
-    overheads = runtime_overheads([{"metadata": {"name": "kata"}, "overhead": {"podFixed": {"cpu": "250m"}}}])
+    overheads = runtime_overheads(
+        [ObjectView.of({"metadata": {"name": "kata"}, "overhead": {"podFixed": {"cpu": "250m"}}})]
+    )
     adjusted = PodDefaults(overheads=overheads).apply(template({"requests": {"cpu": "1"}}, runtimeClassName="kata"))
     assert adjusted["spec"]["overhead"] == {"cpu": "250m"}
     assert cpu(adjusted) == "1250m"
@@ -51,5 +54,5 @@ def test_runtime_class_overhead_is_added() -> None:
 
 def test_the_template_given_is_not_changed() -> None:
     original = template()
-    PodDefaults(limit_ranges=[limit_range(defaultRequest={"cpu": "1"})]).apply(original)
+    PodDefaults(limit_ranges=[ObjectView.of(limit_range(defaultRequest={"cpu": "1"}))]).apply(original)
     assert original == template()

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo
 from webhook.jobs.ray import RAYCLUSTER, RAYJOB
@@ -46,7 +47,7 @@ def _counts(pod_sets: list[JSON]) -> dict[str, int]:
 
 def test_a_rayclusters_pod_sets_are_its_head_and_worker_groups() -> None:
     spec = cluster_spec(("GPU-Workers", 3, None), ("tpu", 2, 4), ("one", None, None))
-    assert _counts(RAYCLUSTER.pod_sets(raycluster(spec), PodDefaults())) == {
+    assert _counts(RAYCLUSTER.pod_sets(ObjectView.of(raycluster(spec)), PodDefaults())) == {
         "head": 1,
         "gpu-workers": 3,  # lower case, as Kueue names it
         "tpu": 8,  # replicas x numOfHosts
@@ -56,24 +57,26 @@ def test_a_rayclusters_pod_sets_are_its_head_and_worker_groups() -> None:
 
 def test_a_rayjob_submitted_as_a_kubernetes_job_has_a_submitter_pod_set() -> None:
     job = rayjob(cluster_spec(("w", 1, None)))
-    pod_sets = RAYJOB.pod_sets(job, PodDefaults())
+    pod_sets = RAYJOB.pod_sets(ObjectView.of(job), PodDefaults())
     assert _counts(pod_sets) == {"head": 1, "w": 1, "submitter": 1}
     # Without a submitterPodTemplate, KubeRay's default submitter: what it asks for is what is charged.
     submitter = pod_sets[-1]["template"]["spec"]["containers"][0]
     assert submitter["resources"]["requests"] == {"cpu": "500m", "memory": "200Mi"}
     http = rayjob(cluster_spec(("w", 1, None)), submissionMode="HTTPMode")
-    assert _counts(RAYJOB.pod_sets(http, PodDefaults())) == {"head": 1, "w": 1}
+    assert _counts(RAYJOB.pod_sets(ObjectView.of(http), PodDefaults())) == {"head": 1, "w": 1}
 
 
 def test_release_and_restore_cover_every_group() -> None:
     job = raycluster(cluster_spec(("w", 2, None)))
-    workload = {"spec": {"podSets": RAYCLUSTER.pod_sets(job, PodDefaults())}}
+    workload = {"spec": {"podSets": RAYCLUSTER.pod_sets(ObjectView.of(job), PodDefaults())}}
     infos = {n: PodSetInfo(name=n, node_selector={"pool": n}) for n in ("head", "w")}
-    running = RAYCLUSTER.released(job | {"spec": job["spec"] | {"suspend": True}}, infos, {"head": 1, "w": 2})
+    running = RAYCLUSTER.released(
+        ObjectView.of(job | {"spec": job["spec"] | {"suspend": True}}), infos, {"head": 1, "w": 2}
+    )
     assert running["spec"]["suspend"] is False
     assert running["spec"]["headGroupSpec"]["template"]["spec"]["nodeSelector"] == {"pool": "head"}
     assert running["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"] == {"pool": "w"}
-    back = RAYCLUSTER.restored(RAYCLUSTER.suspended(running), workload)
+    back = RAYCLUSTER.restored(ObjectView.of(RAYCLUSTER.suspended(ObjectView.of(running))), WorkloadRecord.of(workload))
     assert "nodeSelector" not in back["spec"]["workerGroupSpecs"][0]["template"]["spec"]
     assert "nodeSelector" not in back["spec"]["headGroupSpec"]["template"]["spec"]
 
@@ -82,17 +85,19 @@ def test_release_and_restore_cover_every_group() -> None:
 def test_autoscaling_is_refused_only_for_managed_ones(adapter: Any) -> None:
     spec = cluster_spec(("w", 1, None), autoscaling=True)
     obj = rayjob(spec) if adapter is RAYJOB else raycluster(spec)
-    [problem] = adapter.create_problems(obj, managed=True)
+    [problem] = adapter.create_problems(ObjectView.of(obj), managed=True)
     assert problem.path.endswith("enableInTreeAutoscaling")
     assert "autoscaling" in problem.message
-    assert adapter.create_problems(obj, managed=False) == []
+    assert adapter.create_problems(ObjectView.of(obj), managed=False) == []
 
 
 def test_a_rayjob_may_not_use_an_existing_cluster_or_reserved_group_names() -> None:
     selector = rayjob(cluster_spec(("w", 1, None)), clusterSelector={"ray.io/cluster": "shared"})
-    assert [p.path for p in RAYJOB.create_problems(selector, managed=True)] == ["spec.clusterSelector"]
+    assert [p.path for p in RAYJOB.create_problems(ObjectView.of(selector), managed=True)] == ["spec.clusterSelector"]
     reserved = rayjob(cluster_spec(("Submitter", 1, None)))
-    assert [p.path for p in RAYJOB.create_problems(reserved, managed=True)] == ["spec.rayClusterSpec.workerGroupSpecs"]
+    assert [p.path for p in RAYJOB.create_problems(ObjectView.of(reserved), managed=True)] == [
+        "spec.rayClusterSpec.workerGroupSpecs"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -106,12 +111,12 @@ def test_a_rayjob_may_not_use_an_existing_cluster_or_reserved_group_names() -> N
     ],
 )
 def test_a_rayjob_finishes_as_kuberay_reports(status: JSON, done: bool, succeeded: bool) -> None:
-    finish = RAYJOB.finished(rayjob(cluster_spec()) | {"status": status})
+    finish = RAYJOB.finished(ObjectView.of(rayjob(cluster_spec()) | {"status": status}))
     assert (finish.done, finish.succeeded) == (done, succeeded)
 
 
 def test_a_raycluster_never_finishes_and_is_ready_when_kuberay_says_so() -> None:
     ready = raycluster(cluster_spec()) | {"status": {"state": "ready"}}
-    assert not RAYCLUSTER.finished(ready).done
-    assert RAYCLUSTER.pods_ready(ready)
-    assert not RAYCLUSTER.pods_ready(raycluster(cluster_spec()))
+    assert not RAYCLUSTER.finished(ObjectView.of(ready)).done
+    assert RAYCLUSTER.pods_ready(ObjectView.of(ready))
+    assert not RAYCLUSTER.pods_ready(ObjectView.of(raycluster(cluster_spec())))

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from tests.unit.admission.builders import NAMESPACE, apply, make_request
+from tests.unit.jobs.builders import pod_views
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.pod_owner_policy import PodOwnerPolicy
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
+from webhook.api.views import ObjectView, Pod
 from webhook.jobs import pod_group, statefulset
 from webhook.jobs.registry import by_kind
 
@@ -89,8 +91,8 @@ def test_created_with_zero_replicas_its_pods_say_one_which_the_pod_webhook_accep
     annotations = mutated(make_sts(replicas=0))["spec"]["template"]["metadata"]["annotations"]
     assert annotations[c.POD_GROUP_TOTAL_COUNT_ANNOTATION] == "1"
     assert statefulset.ADAPTER.sizes_group
-    assert statefulset.ADAPTER.group_size(make_sts(replicas=0)) == 0
-    assert statefulset.ADAPTER.group_size(make_sts(replicas=None)) == 1
+    assert statefulset.ADAPTER.group_size(ObjectView.of(make_sts(replicas=0))) == 0
+    assert statefulset.ADAPTER.group_size(ObjectView.of(make_sts(replicas=None))) == 1
 
 
 def test_the_group_name_is_a_valid_label_value_even_for_a_long_name() -> None:
@@ -173,7 +175,7 @@ def _pod(ordinal: int, sts: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_first_pod_brings_the_whole_groups_workload() -> None:
     first = _pod(0, make_sts(replicas=3))
-    assert pod_group.ready_for_workload([first])
-    wl = pod_group.workload_for([first], priority=0)
+    assert pod_group.ready_for_workload(pod_views([first]))
+    wl = pod_group.workload_for(pod_views([first]), priority=0)
     assert wl["metadata"]["name"] == GROUP
-    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [(pod_group.role_hash(first), 3)]
+    assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [(pod_group.role_hash(Pod.of(first)), 3)]

@@ -8,15 +8,16 @@ from typing import Any
 import pytest
 
 from tests.unit.jobs.builders import make_admission
+from webhook.api.views import WorkloadRecord
 from webhook.jobs import workload as wl_life
 from webhook.jobs.steps import JobState, Step, next_step
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 PENDING: dict[str, Any] = {"metadata": {"name": "w"}, "spec": {}, "status": {}}
-ADMITTED = wl_life.admitted(PENDING, make_admission(main={"cpu": "f"}), now=NOW)
-EVICTED = wl_life.evicted(ADMITTED, reason="Preempted", message="preempted", now=NOW)
-GIVEN_BACK = wl_life.released(EVICTED, now=NOW)
-FINISHED = wl_life.finished(ADMITTED, succeeded=True, message="done", now=NOW)
+ADMITTED = wl_life.admitted(WorkloadRecord.of(PENDING), make_admission(main={"cpu": "f"}), now=NOW)
+EVICTED = wl_life.evicted(WorkloadRecord.of(ADMITTED), reason="Preempted", message="preempted", now=NOW)
+GIVEN_BACK = wl_life.released(WorkloadRecord.of(EVICTED), now=NOW)
+FINISHED = wl_life.finished(WorkloadRecord.of(ADMITTED), succeeded=True, message="done", now=NOW)
 
 SUSPENDED = JobState(done=False, waiting=True, running=False, active_pods=False)
 RUNNING = JobState(done=False, waiting=False, running=True, active_pods=True)
@@ -45,4 +46,4 @@ PARTLY = JobState(done=False, waiting=True, running=True, active_pods=True)  # a
     ],
 )
 def test_the_next_step(workload: dict[str, Any], job: JobState, step: Step) -> None:
-    assert next_step(workload, job) is step
+    assert next_step(WorkloadRecord.of(workload), job) is step

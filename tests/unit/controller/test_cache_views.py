@@ -1,0 +1,71 @@
+"""``ClusterCache.view``: an object's typed view made once per stored version (kept apart from test_cache.py,
+whose storing path is being changed in another branch)."""
+
+from __future__ import annotations
+
+from webhook.api.views import BatchJob, ObjectView, WorkloadRecord
+from webhook.controller.cache import ClusterCache
+from webhook.kube import resources as r
+from webhook.kube.objects import Object
+
+
+def job(version: str, *, suspend: bool = True) -> Object:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "u", "resourceVersion": version},
+        "spec": {"suspend": suspend},
+    }
+
+
+def test_a_stored_object_is_viewed_once_per_version() -> None:
+    cache = ClusterCache([r.JOB])
+    cache.apply(r.JOB, "ADDED", job("1"))
+    stored = cache.job("ns", "j")
+    assert stored is not None
+    view = cache.view(r.JOB, stored, BatchJob)
+    assert view.raw is stored
+    assert cache.view(r.JOB, stored, BatchJob) is view
+    assert cache.view(r.JOB, stored, ObjectView) is view, "a wider kind is the view already made"
+
+    cache.apply(r.JOB, "MODIFIED", job("2", suspend=False))
+    newer = cache.job("ns", "j")
+    assert newer is not None
+    again = cache.view(r.JOB, newer, BatchJob)
+    assert again is not view
+    assert not again.suspend
+
+
+def test_a_narrower_kind_replaces_the_wider_view_remembered() -> None:
+    cache = ClusterCache([r.JOB])
+    cache.apply(r.JOB, "ADDED", job("1"))
+    stored = cache.job("ns", "j")
+    assert stored is not None
+    generic = cache.view(r.JOB, stored, ObjectView)
+    narrow = cache.view(r.JOB, stored, BatchJob)
+    assert isinstance(narrow, BatchJob)
+    assert narrow.spec is generic.spec
+    assert cache.view(r.JOB, stored, BatchJob) is narrow
+
+
+def test_an_object_that_is_not_the_stored_one_is_viewed_each_time_and_not_remembered() -> None:
+    cache = ClusterCache([r.JOB, r.WORKLOAD])
+    cache.apply(r.JOB, "ADDED", job("1"))
+    other = job("1")  # equal, but not the stored dict (a write's result, say)
+    first = cache.view(r.JOB, other, BatchJob)
+    assert cache.view(r.JOB, other, BatchJob) is not first
+    stored = cache.job("ns", "j")
+    assert stored is not None
+    assert cache.view(r.JOB, stored, BatchJob).raw is stored
+    workload: Object = {"metadata": {"name": "w", "namespace": "ns"}}
+    assert cache.view(r.WORKLOAD, workload, WorkloadRecord).raw is workload
+
+
+def test_a_deleted_object_is_no_longer_remembered() -> None:
+    cache = ClusterCache([r.JOB])
+    cache.apply(r.JOB, "ADDED", job("1"))
+    stored = cache.job("ns", "j")
+    assert stored is not None
+    view = cache.view(r.JOB, stored, BatchJob)
+    cache.apply(r.JOB, "DELETED", stored)
+    assert cache.view(r.JOB, stored, BatchJob) is not view
