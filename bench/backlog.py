@@ -28,7 +28,7 @@ from pathlib import Path
 import aiohttp
 
 from bench.baseline import Run, bare_cluster, kueue_dir, process_tree, same_niceness, scratch, start_controller
-from bench.drain import QUEUE, Drain, objects
+from bench.drain import Drain
 from bench.e2e import machine
 
 PAGE = 4096
@@ -90,16 +90,7 @@ def run_once(system: str, *, workloads: int, quota: int, seconds: float, concurr
             run = Run(cluster.server, cluster.pki_dir, scale=1.0, system=system)
             drain = Drain(run, workloads)
 
-            async def prepare() -> None:
-                async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
-                    for path, body in objects(quota):
-                        code, answer = await run.request(session, "POST", path, body)
-                        if code not in (201, 409):
-                            raise RuntimeError(f"creating {path}: HTTP {code}: {str(answer)[:300]}")
-                    print(f"{system}: creating {workloads} Workloads...", file=sys.stderr)
-                    await drain.create(session, QUEUE, QUEUE, concurrency)
-
-            asyncio.run(prepare())
+            asyncio.run(drain.prepare(quota=quota, concurrency=concurrency))
             started = time.monotonic()
             pid, proc, turnstile = start_controller(system, cluster, Path(tmp), kueue=kueue)
             memory = Memory()

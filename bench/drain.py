@@ -163,6 +163,17 @@ class Drain:
 
         await asyncio.gather(*(creator() for _ in range(concurrency)))
 
+    async def prepare(self, *, quota: int, concurrency: int) -> None:
+        """The queue objects (``quota`` CPU in the ClusterQueue), then the backlog, while no controller runs."""
+        run = self.run
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+            for path, body in objects(quota):
+                code, answer = await run.request(session, "POST", path, body)
+                if code not in (201, 409):
+                    raise RuntimeError(f"creating {path}: HTTP {code}: {str(answer)[:300]}")
+            print(f"{run.system}: creating {self.workloads} Workloads...", file=sys.stderr)
+            await self.create(session, QUEUE, QUEUE, concurrency)
+
     async def watch(self, session: aiohttp.ClientSession, ready: asyncio.Event) -> None:
         self.run.done = self.done  # the Run's follow() stops with the drain
         await self.run.follow(session, f"{GROUP}/namespaces/{QUEUE}/workloads", ready, self.seen, self.seen)
@@ -212,16 +223,7 @@ def run_once(system: str, *, workloads: int, concurrency: int, timeout: float, k
             run = Run(cluster.server, cluster.pki_dir, scale=1.0, system=system)
             drain = Drain(run, workloads)
 
-            async def prepare() -> None:
-                async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
-                    for path, body in objects(workloads):
-                        code, answer = await run.request(session, "POST", path, body)
-                        if code not in (201, 409):
-                            raise RuntimeError(f"creating {path}: HTTP {code}: {str(answer)[:300]}")
-                    print(f"{system}: creating {workloads} Workloads...", file=sys.stderr)
-                    await drain.create(session, QUEUE, QUEUE, concurrency)
-
-            asyncio.run(prepare())
+            asyncio.run(drain.prepare(quota=workloads, concurrency=concurrency))
             started = time.monotonic()
             pid, proc, turnstile = start_controller(system, cluster, Path(tmp), kueue=kueue)
             cpu0, api0 = tree_cpu(pid), cpu_seconds(apiserver)
