@@ -27,6 +27,8 @@ from webhook.gcpolicy import FreezeSurvivors
 from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics, serving
 from webhook.reconcilerprocess import ReconcilerProcess
+from webhook.requesttimes import ENVIRONMENT as REQUEST_TIMES_ENVIRONMENT
+from webhook.requesttimes import RequestTimes
 from webhook.reviewpool import ReviewPool
 from webhook.runoptions import RunOptions
 from webhook.server import AdmissionServer
@@ -73,6 +75,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             port=options.port,
             observe=metrics.observe_webhook,
             offload=pool.answer if options.review_workers else None,
+            request_times=RequestTimes(options.request_times) if options.request_times is not None else None,
         )
         await server.start()
         stack.push_async_callback(server.close)
@@ -183,6 +186,7 @@ def run_from_cli(
         reconcile=reconcile,
         visibility_host=visibility_host,
         visibility_port=visibility_port,
+        request_times=Path(times) if (times := os.environ.get(REQUEST_TIMES_ENVIRONMENT)) else None,
     )
 
     async def main() -> None:
