@@ -13,6 +13,7 @@ more than ``max_requests`` entries.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,9 +53,11 @@ class RequestTimes:
                 response = await handler(request)
                 status = response.status
                 # Written here rather than by aiohttp after this returns, so that the time it took is in the line;
-                # aiohttp then finds it prepared and its end written, and does neither again.
-                await response.prepare(request)
-                await response.write_eof()
+                # aiohttp then finds it prepared and its end written, and does neither again. A client already gone
+                # is aiohttp's to handle, as without this middleware.
+                with contextlib.suppress(ConnectionError):
+                    await response.prepare(request)
+                    await response.write_eof()
                 return response
             except web.HTTPException as exc:
                 status = exc.status
