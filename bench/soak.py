@@ -57,6 +57,7 @@ import itertools
 import multiprocessing
 import os
 import re
+import shutil
 import ssl
 import sys
 import tempfile
@@ -953,8 +954,17 @@ def run(args: argparse.Namespace) -> int:
                 f"{lease.missed} renewals missed; holders {len(set(holders))}; losses {lost + (0 if alive else 1)} "
                 f"(process {'alive' if alive else f'exited {turnstile.process.returncode}'})"
             )
+            if args.save:
+                Path(args.save).mkdir(parents=True, exist_ok=True)
+                Path(args.save, "valid").write_text(
+                    "".join(f"{a:.6f} {b:.6f}\n" for a, b in zip(sents, latencies, strict=True))
+                )
+                if loadgen is not None:
+                    shutil.copy(Path(tmp) / "loadgen" / "sent", Path(args.save) / "sent")
             if not args.no_server_times:
                 turnstile.stop()  # the server writes its request times as it closes
+                if args.save and request_times.exists():
+                    shutil.copy(request_times, Path(args.save) / "request-times")
                 if not request_times.exists():
                     print("the server's request times: not written (Turnstile did not close in time)")
                 elif loadgen is not None:
@@ -1014,6 +1024,9 @@ def main() -> None:
         choices=("go", "python"),
         default="go",
         help="the valid reviews' client: hack/loadgen, kube-apiserver's way (go), or the bench's own aiohttp (python)",
+    )
+    parser.add_argument(
+        "--save", metavar="DIR", help="keep each valid review's times (valid, sent) and the server's (request-times)"
     )
     parser.add_argument(
         "--no-server-times", action="store_true", help="do not have the server note its own time for each request"

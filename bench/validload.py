@@ -3,12 +3,14 @@
 Owns: running ``hack/loadgen`` (Go's HTTP/1.1 client over TLS, open loop, latency counted from each request's due
 time; built into ~/.cache/turnstile by ``hack/build-loadgen.sh``) in a scheduling group of its own, reading its
 lines, and matching them with the webhook server's own (``webhook.requesttimes``): on each connection the k-th
-request of the client is the k-th of the server. Each matched review's time from due to done then splits into
-- ``send``: due → written to the socket (the client's own delay: its dispatcher, a free or new connection, TLS);
-- ``inbound``: written → the server's middleware (the kernel, the serving loop noticing the bytes, TLS, parsing);
+answer the client read is the k-th the server wrote. Each matched review's time from due to done then splits into
+- ``to server``: due → the server's outermost middleware: the client's own delay (its dispatcher, a free or new
+  connection, TLS, the write), the kernel's delivery, and the serving loop noticing, decrypting and parsing;
 - ``server``: the middleware → the answer written to the transport (the handler and the write);
-- ``outbound``: written by the server → the client's first byte (the kernel, the client noticing);
+- ``back``: written by the server → the client's first byte (the kernel, the client noticing);
 - ``read``: the first byte → the whole answer read by the client.
+Where the client noted when it wrote the request, ``to server`` splits once more into ``send`` (due → written,
+the client's part, an upper bound: noted after the write returned) and ``inbound`` (the rest).
 All times are CLOCK_MONOTONIC. Must not: start or judge Turnstile; the soak does.
 """
 
@@ -25,7 +27,7 @@ from bench.admission import job_review, percentile
 from webhook.requesttimes import Timed
 
 ROUTE = "/mutate/batch/v1/jobs"
-SEGMENTS = ("send", "inbound", "server", "outbound", "read")
+SEGMENTS = ("to server", "server", "back", "read")
 HERE = Path(__file__).resolve().parent.parent
 
 
@@ -122,12 +124,17 @@ class Split:
     def segment(self, name: str) -> float:
         s, t = self.sent, self.timed
         return {
-            "send": s.wrote - s.due,
-            "inbound": t.started - s.wrote,
+            "to server": t.started - s.due,
             "server": t.written - t.started,
-            "outbound": s.first_byte - t.written,
+            "back": s.first_byte - t.written,
             "read": s.done - s.first_byte,
         }[name]
+
+    @property
+    def send(self) -> float | None:
+        """The client's share of ``to server``, when it is known and ends before the server started."""
+        wrote = self.sent.wrote
+        return wrote - self.sent.due if wrote and wrote <= self.timed.started else None
 
 
 # The two processes read the same clock; the slack covers the rounding of the lines to microseconds. The client's
@@ -143,7 +150,7 @@ def match(sent: Iterable[Sent], timed: Iterable[Timed]) -> tuple[list[Split], in
     Returns the pairs and how many answered requests found none."""
     by_port: dict[int, list[Sent]] = {}
     for s in sent:
-        if s.status and s.wrote and s.first_byte:
+        if s.status and s.first_byte:
             by_port.setdefault(s.port, []).append(s)
     served: dict[int, list[Timed]] = {}
     for t in timed:
@@ -152,7 +159,8 @@ def match(sent: Iterable[Sent], timed: Iterable[Timed]) -> tuple[list[Split], in
     pairs = []
     unmatched = 0
     for port, requests in by_port.items():
-        requests.sort(key=lambda s: s.wrote)
+        # In answer order: Go's client may note a request written only after its answer came (see SLACK).
+        requests.sort(key=lambda s: s.first_byte)
         lines = sorted(served.get(port, []), key=lambda t: t.started)
         for s, t in zip(requests, lines, strict=False):
             if s.due - SLACK <= t.started <= t.written <= s.first_byte + SLACK:
@@ -184,13 +192,20 @@ def report(sent: list[Sent], timed: list[Timed], slow: float = 0.010) -> str:
     lines.append(_line("total", [p.total for p in pairs]))
     for name in SEGMENTS:
         lines.append(_line(name, [p.segment(name) for p in pairs]))
+    known = [p for p in pairs if p.send is not None]
+    if known:
+        lines.append(f"  of 'to server', the client's send (known for {len(known)}):")
+        lines.append(_line("send", [p.send or 0.0 for p in known]))
+        lines.append(_line("inbound", [p.segment("to server") - (p.send or 0.0) for p in known]))
     late = [p for p in pairs if p.total > slow]
     if late:
         spent = Counter({name: sum(p.segment(name) for p in late) for name in SEGMENTS})
         whole = sum(p.total for p in late)
+        sends = [p.send for p in late if p.send is not None]
         lines.append(
             f"  the {len(late)} over {slow * 1000:.0f} ms spent their time in: "
             + ", ".join(f"{name} {spent[name] / whole:.0%}" for name in SEGMENTS)
+            + (f" (the client's send, where known: {sum(sends) / whole:.0%})" if sends else "")
         )
     return "\n".join(lines)
 

@@ -132,15 +132,29 @@ func main() {
 
 func send(client *http.Client, url string, body []byte, due time.Time) record {
 	r := record{due: due}
+	// The callbacks run on the transport's goroutines. WroteRequest may even run after the answer was returned
+	// (the writing goroutine waited for a CPU while the server answered): "wrote" is then left unknown (0).
+	var mu sync.Mutex
+	var wrote time.Time
 	trace := &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
+			mu.Lock()
+			defer mu.Unlock()
 			r.reused = info.Reused
 			if addr, ok := info.Conn.LocalAddr().(*net.TCPAddr); ok {
 				r.port = addr.Port
 			}
 		},
-		WroteRequest:         func(httptrace.WroteRequestInfo) { r.wrote = time.Now() },
-		GotFirstResponseByte: func() { r.firstByte = time.Now() },
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			wrote = time.Now()
+		},
+		GotFirstResponseByte: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			r.firstByte = time.Now()
+		},
 	}
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	check(err)
@@ -153,6 +167,9 @@ func send(client *http.Client, url string, body []byte, due time.Time) record {
 		r.status = resp.StatusCode
 	}
 	r.done = time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	r.wrote = wrote
 	if err != nil {
 		r.err = err.Error()
 	}
