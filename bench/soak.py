@@ -262,6 +262,22 @@ def _instrument() -> None:
     _own_group(INSTRUMENT_NICENESS)
 
 
+# ``--turnstile-cpus``: the machine split in two for the soak, the way a cluster is. Turnstile (its process, its
+# children and all their threads) gets the CPUs named; everything else the bench runs (the control plane, the
+# valid-review client, the Lease watcher, the attackers and the bench itself) gets the others. On one shared set the
+# webhook's serving thread waited for a CPU behind the control plane (nice -10) for most of the time a slow review
+# took to reach it (bench.validload); on a cluster the API server and etcd run on other machines, and the attack
+# traffic mostly comes from other nodes. What Turnstile must then hold is its own node's CPU: the serving loop
+# against its reconciler, its review worker, and the work the attack traffic causes in it.
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` to ``cpus`` (affinity is per thread; threads started later inherit their creator's)."""
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(int(task.name), cpus)
+
+
 # The attack traffic is load, not the system under test: on a real cluster it comes from other pods, mostly on other
 # nodes. Here it shares two cores with Turnstile, so it runs below it (at the reconciler's niceness), or the soak
 # would measure how the attackers' TLS work (1.5 GB of aborted uploads alone) crowds the webhook out of the CPU.
@@ -775,6 +791,20 @@ def run(args: argparse.Namespace) -> int:
             threads_before = thread_sched_seconds(pid)
             faults_before = minor_faults(pid)
             series_before, _, _ = scrape(turnstile.metrics_url)
+            cpu_split = ""
+            if args.turnstile_cpus:
+                ours = {int(c) for c in args.turnstile_cpus.split(",")}
+                others = set(range(os.cpu_count() or 1)) - ours
+                if not others:
+                    raise SystemExit("--turnstile-cpus must leave at least one CPU for the rest")
+                for p in tree:
+                    pin(p, ours)
+                for p in control_plane.values():
+                    pin(p, others)
+                os.sched_setaffinity(0, others)  # this thread: the instruments and attackers started below inherit it
+                cpu_split = (
+                    f"Turnstile on CPUs {sorted(ours)}; the control plane, clients and bench on {sorted(others)}"
+                )
             context = multiprocessing.get_context("spawn")
             lease = LeaseWatch(context, cluster, "turnstile-system", "turnstile.x-k8s.io")
             rss = RssWatch(pid)
@@ -860,6 +890,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
             print(f"load average at the soak's start: {load_start}; at its end: {load_end}")
+            print(f"CPUs: {cpu_split or 'all shared'}")
             if args.turnstile_env:
                 print(f"Turnstile's environment: {' '.join(args.turnstile_env)}")
             print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; Turnstile commit: {_commit()}")
@@ -1024,6 +1055,11 @@ def main() -> None:
         choices=("go", "python"),
         default="go",
         help="the valid reviews' client: hack/loadgen, kube-apiserver's way (go), or the bench's own aiohttp (python)",
+    )
+    parser.add_argument(
+        "--turnstile-cpus",
+        metavar="LIST",
+        help="during the soak, Turnstile on these CPUs (e.g. 0) and everything else on the others",
     )
     parser.add_argument(
         "--save", metavar="DIR", help="keep each valid review's times (valid, sent) and the server's (request-times)"

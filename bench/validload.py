@@ -6,7 +6,8 @@ lines, and matching them with the webhook server's own (``webhook.requesttimes``
 answer the client read is the k-th the server wrote. Each matched review's time from due to done then splits into
 - ``to server``: due → the server's outermost middleware: the client's own delay (its dispatcher, a free or new
   connection, TLS, the write), the kernel's delivery, and the serving loop noticing, decrypting and parsing;
-- ``server``: the middleware → the answer written to the transport (the handler and the write);
+- ``server``: the middleware → the answer written to the transport (the handler and the write; or the client's
+  first byte, if that came before the server noted its write);
 - ``back``: written by the server → the client's first byte (the kernel, the client noticing);
 - ``read``: the first byte → the whole answer read by the client.
 Where the client noted when it wrote the request, ``to server`` splits once more into ``send`` (due → written,
@@ -125,8 +126,8 @@ class Split:
         s, t = self.sent, self.timed
         return {
             "to server": t.started - s.due,
-            "server": t.written - t.started,
-            "back": s.first_byte - t.written,
+            "server": min(t.written, s.first_byte) - t.started,
+            "back": s.first_byte - min(t.written, s.first_byte),
             "read": s.done - s.first_byte,
         }[name]
 
@@ -137,16 +138,17 @@ class Split:
         return wrote - self.sent.due if wrote and wrote <= self.timed.started else None
 
 
-# The two processes read the same clock; the slack covers the rounding of the lines to microseconds. The client's
-# "wrote" is noted after its write returned, and its goroutine may wait for a CPU first while the server, woken by
-# the bytes, already runs: so a server's start may precede it (``inbound`` is then negative), but never the due time.
+# The two processes read the same clock; the slack covers the rounding of the lines to microseconds. Each side notes
+# a write after the write returned, and may wait for a CPU in between while the other side, woken by the bytes,
+# already runs: the client's "wrote" may come after the server's start, and the server's "written" after the
+# client's first byte. Neither happens before the request was due or after its answer came.
 SLACK = 2e-6
 
 
 def match(sent: Iterable[Sent], timed: Iterable[Timed]) -> tuple[list[Split], int]:
     """Pairs the k-th answered request of each connection with the server's k-th line of that port (HTTP/1.1:
-    one request at a time per connection); a pair whose server times do not fall between the request's due time and
-    its answer's first byte is dropped.
+    one request at a time per connection); a pair whose server start does not fall between the request's due time
+    and its answer's first byte is dropped.
     Returns the pairs and how many answered requests found none."""
     by_port: dict[int, list[Sent]] = {}
     for s in sent:
@@ -163,7 +165,7 @@ def match(sent: Iterable[Sent], timed: Iterable[Timed]) -> tuple[list[Split], in
         requests.sort(key=lambda s: s.first_byte)
         lines = sorted(served.get(port, []), key=lambda t: t.started)
         for s, t in zip(requests, lines, strict=False):
-            if s.due - SLACK <= t.started <= t.written <= s.first_byte + SLACK:
+            if s.due - SLACK <= t.started <= s.first_byte + SLACK:
                 pairs.append(Split(s, t))
             else:
                 unmatched += 1
