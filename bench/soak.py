@@ -77,6 +77,7 @@ import orjson
 from bench import schedtrace, validload
 from bench.admission import job_review, percentile
 from bench.machine import describe
+from webhook import schedslice
 from webhook.local.client import ApiError, LocalClient
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
@@ -891,6 +892,11 @@ def run(args: argparse.Namespace) -> int:
             )
             print(f"load average at the soak's start: {load_start}; at its end: {load_end}")
             print(f"CPUs: {cpu_split or 'all shared'}")
+            serving_slice = schedslice.current_slice(pid)
+            print(
+                "the webhook's serving thread: time slice "
+                + (f"{serving_slice[0] / 1e6:.2f} ms, nice {serving_slice[1]}" if serving_slice else "unknown")
+            )
             if args.turnstile_env:
                 print(f"Turnstile's environment: {' '.join(args.turnstile_env)}")
             print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; Turnstile commit: {_commit()}")
