@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(30)
 RESET_ON_FORK = 0x40000000
 
 
-def _kernel_takes_custom_slices() -> bool:
+def kernel_takes_custom_slices() -> bool:
     release = tuple(int(part) for part in platform.release().split(".")[:2] if part.isdigit())
     return platform.system() == "Linux" and platform.machine() in ("x86_64", "aarch64") and release >= (6, 12)
 
@@ -43,7 +43,7 @@ def test_the_slice_is_taken_and_policy_and_niceness_are_kept(policy: int) -> Non
         return taken, schedslice.current_slice(), os.sched_getscheduler(0) & ~RESET_ON_FORK
 
     taken, current, policy_after = on_a_thread(work)
-    if not _kernel_takes_custom_slices():
+    if not kernel_takes_custom_slices():
         assert not taken
         pytest.skip("this kernel has no custom slices for fair threads (Linux 6.12)")
     assert taken
@@ -52,7 +52,7 @@ def test_the_slice_is_taken_and_policy_and_niceness_are_kept(policy: int) -> Non
 
 
 def test_threads_started_afterwards_keep_the_kernels_default() -> None:
-    if not _kernel_takes_custom_slices():
+    if not kernel_takes_custom_slices():
         pytest.skip("this kernel has no custom slices for fair threads (Linux 6.12)")
     default = on_a_thread(schedslice.current_slice)
 
