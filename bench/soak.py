@@ -211,6 +211,13 @@ def own_sched_seconds() -> tuple[float, float]:
     return sched_seconds(os.getpid())
 
 
+def machine_busy_seconds() -> tuple[float, float]:
+    """(CPU seconds busy, CPU seconds in all) of the whole machine since boot (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    idle = fields[3] + fields[4]
+    return (sum(fields) - idle) / CLK_TCK, sum(fields) / CLK_TCK
+
+
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -814,6 +821,7 @@ def run(args: argparse.Namespace) -> int:
 
             print(f"soak for {args.seconds:.0f}s...", file=sys.stderr)
             load_start = load_average()
+            busy_start = machine_busy_seconds()
             results = context.Queue()
             attack_results = context.Queue()
             ca = turnstile.ca_pem.decode()
@@ -850,6 +858,7 @@ def run(args: argparse.Namespace) -> int:
                 valid.join(timeout=30)
             attacker.join(timeout=30)
             load_end = load_average()
+            busy_end = machine_busy_seconds()
             sched_used = {p: tuple(a - b for a, b in zip(sched_seconds(p), before, strict=True))
                           for p, before in sched_before.items()}  # fmt: skip
             threads_after = thread_sched_seconds(pid)
@@ -957,6 +966,12 @@ def run(args: argparse.Namespace) -> int:
                 + ", ".join(f"{names[p]} {run:.1f}/{wait:.1f}" for p, (run, wait) in sched_used.items())
                 + f", valid client {valid_sched[0]:.1f}/{valid_sched[1]:.1f}"
                 + f", attackers {attack_sched[0]:.1f}/{attack_sched[1]:.1f}"
+            )
+            ours = sum(run for run, _ in sched_used.values()) + valid_sched[0] + attack_sched[0]
+            busy, whole = (end - start for start, end in zip(busy_start, busy_end, strict=True))
+            print(
+                f"machine CPU during the soak: {busy:.1f} s busy of {whole:.1f}; the bench's processes {ours:.1f} s, "
+                f"the rest (other work on the machine, the kernel) {busy - ours:.1f} s"
             )
             print(
                 "webhook process by thread (CPU s / waiting s, during the soak): "
