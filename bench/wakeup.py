@@ -2,8 +2,9 @@
 process of more weight, with the kernel's default time slice and with the serving thread's (``webhook.schedslice``).
 
 A busy loop in a session (scheduling group) of its own, at nice 0 (a neighbour of equal weight) or at ``--hog-nice``
-(-10: as the soak runs the control plane), and a probe process at nice 0 in another, both on one CPU. The probe sleeps 2 ms, does a few microseconds of work, and notes how
-much later than asked it woke; rounds alternate between the default slice and the serving slice. Prints each
+(-10: as the soak runs the control plane), and a probe process at nice 0 in another, both on one CPU. The probe
+sleeps 2 ms, does a few microseconds of work, and notes how much later than asked it woke; rounds alternate between
+the default slice and the serving slice. Prints each
 round's p50 / p99 / max and the machine. Linux only; the slice needs 6.12.
 
 A waking thread preempts only if its virtual deadline (one slice away, divided by its group's weight) comes before
