@@ -1,15 +1,15 @@
 """How late a thread that sleeps and wakes (as the serving loop does for each request) gets a CPU beside a busy
-process of more weight, with the kernel's default time slice and with the serving thread's (``webhook.schedslice``).
+process, with the kernel's default time slice and with the serving thread's (``webhook.schedslice``).
 
 A busy loop in a session (scheduling group) of its own, at nice 0 (a neighbour of equal weight) or at ``--hog-nice``
 (-10: as the soak runs the control plane), and a probe process at nice 0 in another, both on one CPU. The probe
 sleeps 2 ms, does a few microseconds of work, and notes how much later than asked it woke; rounds alternate between
-the default slice and the serving slice. Prints each
-round's p50 / p99 / max and the machine. Linux only; the slice needs 6.12.
+the default slice and the serving slice. Prints each round's p50 / p99 / max and the machine. Linux only; the slice
+needs 6.12.
 
 A waking thread preempts only if its virtual deadline (one slice away, divided by its group's weight) comes before
-the running one's: against a neighbour of equal weight a 0.1 ms slice nearly always does, against a group of nine
-times the weight (nice -10, a virtual slice of 0.15 ms) only some of the time.
+the running one's. Against a group of nine times the weight (nice -10, whose virtual slice is 0.15 ms) even the
+shortest slice, 0.1 ms, wins only part of the time.
 
 Usage: ``.venv/bin/python -m bench.wakeup [--rounds 3 --seconds 4 --cpu 1 --hog-nice 0]``.
 """

@@ -23,8 +23,10 @@ import platform
 import threading
 from typing import Final
 
-# 0.1 ms, the least the kernel accepts. A probe thread waking every 2 ms beside a busy nice -10 process in another
-# session: wake-up lateness p99 3.7 ms with the default slice, 0.07 ms with 0.1 ms, 3.6 ms with 0.3 ms.
+# 0.1 ms, the least the kernel accepts (``bench.wakeup``: a thread waking every 2 ms beside a busy process in another
+# session, one CPU, the machine shared with other work at load 4-6). Wake-up lateness p99, default slice → 0.1 ms:
+# beside a nice-0 process 1.4 → 0.4 and 4.4 → 1.5 ms; beside a nice -10 one 3.7 → 1.7, 4.5 → 3.4, 3.6 → 0.08 and
+# 3.8 → 3.4 ms. A 0.3 ms slice did not help against nice -10 (3.6 ms), whose virtual slice is 0.15 ms.
 SERVING_SLICE_SECONDS: Final = 0.0001
 
 _SYS_SCHED_SETATTR: Final = {"x86_64": 314, "aarch64": 274}
