@@ -36,7 +36,9 @@ what ran while the serving thread waited.
 
 The server notes its own time for each request (``webhook.requesttimes``; ``--no-server-times`` turns it off), and
 with the Go client each valid review's time is split into the client's send delay, the way in, the server's own
-time, the way back and the client's read (``bench.validload``).
+time, the way back and the client's read (``bench.validload``). ``--turnstile-cpus 0`` gives Turnstile CPU 0 and
+everything else the others for the soak (the machine split like a cluster; other work on the machine is not moved);
+``--save DIR`` keeps the per-request times.
 
 Reported: the machine, valid-review p50 / p99 / max and how many took longer than the API server's webhook
 timeout (5 s), errors, Turnstile's RSS (its process and any children) before / peak during / after a settle
