@@ -8,8 +8,10 @@ then starts one ``turnstile run`` (Turnstile's default lease timings 15 s / 10 s
 with the API server: the bench is the only client of the port) and waits until it leads and has run a pass.
 
 Then, together, for ``--seconds``:
-1. steady valid reviews: Job CREATE reviews to ``/mutate/batch/v1/jobs`` at ``--rate``/s, open loop, over 16
-   keep-alive TLS connections, from a separate process (so the attack traffic does not distort the timing);
+1. steady valid reviews: Job CREATE reviews to ``/mutate/batch/v1/jobs`` at ``--rate``/s, open loop, from a
+   separate process (so the attack traffic does not distort the timing): by default ``hack/loadgen``, Go's HTTP/1.1
+   client as kube-apiserver uses it, latency counted from each review's due time (``bench.validload``); with
+   ``--client python`` the bench's own aiohttp client over 16 keep-alive connections, as before;
 2. ``--slow`` slow connections: TLS, a request line and one header line every 5 s, never finished (slowloris);
 3. ``--aborted`` aborted uploads: headers announcing 3 MiB, all but the last KiB of the body, then the socket
    is closed (16 at a time);
@@ -32,6 +34,12 @@ the webhook process during the soak (py-spy, in the venv) and reports where its 
 reviews over 10 ms, how much of their time the serving thread and the valid client ran and waited for a CPU, and
 what ran while the serving thread waited.
 
+The server notes its own time for each request (``webhook.requesttimes``; ``--no-server-times`` turns it off), and
+with the Go client each valid review's time is split into the client's send delay, the way in, the server's own
+time, the way back and the client's read (``bench.validload``). ``--turnstile-cpus 0`` gives Turnstile CPU 0 and
+everything else the others for the soak (the machine split like a cluster; other work on the machine is not moved);
+``--save DIR`` keeps the per-request times.
+
 Reported: the machine, valid-review p50 / p99 / max and how many took longer than the API server's webhook
 timeout (5 s), errors, Turnstile's RSS (its process and any children) before / peak during / after a settle
 period, the number of metric series and the size and scrape time of ``/metrics``, scheduling passes and their
@@ -51,6 +59,7 @@ import itertools
 import multiprocessing
 import os
 import re
+import shutil
 import ssl
 import sys
 import tempfile
@@ -67,12 +76,15 @@ from typing import Any
 import aiohttp
 import orjson
 
-from bench import schedtrace
+from bench import schedtrace, validload
 from bench.admission import job_review, percentile
 from bench.machine import describe
+from webhook import schedslice
 from webhook.local.client import ApiError, LocalClient
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
+from webhook.requesttimes import ENVIRONMENT as REQUEST_TIMES_ENVIRONMENT
+from webhook.requesttimes import read as read_request_times
 
 JSON = dict[str, Any]
 NAMESPACE = "soak"
@@ -201,6 +213,13 @@ def own_sched_seconds() -> tuple[float, float]:
     return sched_seconds(os.getpid())
 
 
+def machine_busy_seconds() -> tuple[float, float]:
+    """(CPU seconds busy, CPU seconds in all) of the whole machine since boot (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    idle = fields[3] + fields[4]
+    return (sum(fields) - idle) / CLK_TCK, sum(fields) / CLK_TCK
+
+
 def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -251,6 +270,22 @@ def _own_group(niceness: int) -> None:
 def _instrument() -> None:
     """Called first in an instrument's own process."""
     _own_group(INSTRUMENT_NICENESS)
+
+
+# ``--turnstile-cpus``: the machine split in two for the soak, the way a cluster is. Turnstile (its process, its
+# children and all their threads) gets the CPUs named; everything else the bench runs (the control plane, the
+# valid-review client, the Lease watcher, the attackers and the bench itself) gets the others. On one shared set the
+# webhook's serving thread waited for a CPU behind the control plane (nice -10) for most of the time a slow review
+# took to reach it (bench.validload); on a cluster the API server and etcd run on other machines, and the attack
+# traffic mostly comes from other nodes. What Turnstile must then hold is its own node's CPU: the serving loop
+# against its reconciler, its review worker, and the work the attack traffic causes in it.
+
+
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` to ``cpus`` (affinity is per thread; threads started later inherit their creator's)."""
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(int(task.name), cpus)
 
 
 # The attack traffic is load, not the system under test: on a real cluster it comes from other pods, mostly on other
@@ -723,7 +758,9 @@ def summarise_py_spy(path: Path, top: int = 12) -> str:
 
 def run(args: argparse.Namespace) -> int:
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else Path(tempfile.gettempdir())
+    loadgen_binary = validload.build() if args.client == "go" else None
     with tempfile.TemporaryDirectory(prefix="turnstile-soak-", dir=base) as tmp:
+        request_times = Path(tmp) / "request-times"
         cluster = LocalCluster(Path(tmp) / "cluster")
         turnstile = LocalTurnstile(cluster, Path(tmp) / "turnstile", config={"leaderElection": LEASE})
         try:
@@ -737,6 +774,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"created {args.pending} Workloads in {load_seconds:.0f}s; starting Turnstile...", file=sys.stderr)
             started = time.monotonic()
             extra_env = dict(item.split("=", 1) for item in args.turnstile_env)
+            if not args.no_server_times:
+                extra_env.setdefault(REQUEST_TIMES_ENVIRONMENT, str(request_times))
             saved = {key: os.environ.get(key) for key in extra_env}
             os.environ.update(extra_env)  # Turnstile's alone: the instruments and the attackers start later
             try:
@@ -762,6 +801,20 @@ def run(args: argparse.Namespace) -> int:
             threads_before = thread_sched_seconds(pid)
             faults_before = minor_faults(pid)
             series_before, _, _ = scrape(turnstile.metrics_url)
+            cpu_split = ""
+            if args.turnstile_cpus:
+                ours = {int(c) for c in args.turnstile_cpus.split(",")}
+                others = set(range(os.cpu_count() or 1)) - ours
+                if not others:
+                    raise SystemExit("--turnstile-cpus must leave at least one CPU for the rest")
+                for p in tree:
+                    pin(p, ours)
+                for p in control_plane.values():
+                    pin(p, others)
+                os.sched_setaffinity(0, others)  # this thread: the instruments and attackers started below inherit it
+                cpu_split = (
+                    f"Turnstile on CPUs {sorted(ours)}; the control plane, clients and bench on {sorted(others)}"
+                )
             context = multiprocessing.get_context("spawn")
             lease = LeaseWatch(context, cluster, "turnstile-system", "turnstile.x-k8s.io")
             rss = RssWatch(pid)
@@ -770,21 +823,44 @@ def run(args: argparse.Namespace) -> int:
 
             print(f"soak for {args.seconds:.0f}s...", file=sys.stderr)
             load_start = load_average()
+            busy_start = machine_busy_seconds()
             results = context.Queue()
             attack_results = context.Queue()
             ca = turnstile.ca_pem.decode()
-            valid = context.Process(target=_valid_load, args=(turnstile.port, ca, args.rate, args.seconds, results))
             attacker = context.Process(target=_attack_process, args=(turnstile.port, ca, args, attack_results))
-            valid.start()
+            valid: Any = None
+            loadgen: validload.LoadGen | None = None
+            if loadgen_binary is not None:
+                loadgen = validload.LoadGen(
+                    loadgen_binary, Path(tmp) / "loadgen", port=turnstile.port, ca_pem=ca, rate=args.rate,
+                    seconds=args.seconds, niceness=INSTRUMENT_NICENESS, autogroups=not args.no_autogroups,
+                    sched=sched_seconds,
+                )  # fmt: skip
+                valid_pid = loadgen.process.pid
+            else:
+                valid = context.Process(target=_valid_load, args=(turnstile.port, ca, args.rate, args.seconds, results))
+                valid.start()
+                valid_pid = valid.pid or 0
             attacker.start()
             spy = start_py_spy(args.py_spy, pid, args.seconds) if args.py_spy else None
             perf = schedtrace.record(args.perf_sched, args.perf_seconds) if args.perf_sched else None
-            latencies, sents, lags, outcomes, valid_sched = results.get(timeout=args.seconds + 120)
+            sent: list[validload.Sent] = []
+            if loadgen is not None:
+                sent = loadgen.finish(timeout=args.seconds + 120)
+                latencies = [s.done - s.due for s in sent]
+                sents = [s.due for s in sent]
+                lags = [(s.wrote or s.done) - s.due for s in sent]
+                outcomes = dict(Counter(s.outcome for s in sent))
+                valid_sched = loadgen.sched
+            else:
+                latencies, sents, lags, outcomes, valid_sched = results.get(timeout=args.seconds + 120)
             attack_fields, attack_sched = attack_results.get(timeout=args.seconds + 120)
             attacked = Attacks(**attack_fields)
-            valid.join(timeout=30)
+            if valid is not None:
+                valid.join(timeout=30)
             attacker.join(timeout=30)
             load_end = load_average()
+            busy_end = machine_busy_seconds()
             sched_used = {p: tuple(a - b for a, b in zip(sched_seconds(p), before, strict=True))
                           for p, before in sched_before.items()}  # fmt: skip
             threads_after = thread_sched_seconds(pid)
@@ -826,6 +902,12 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
             print(f"load average at the soak's start: {load_start}; at its end: {load_end}")
+            print(f"CPUs: {cpu_split or 'all shared'}")
+            serving_slice = schedslice.current_slice(pid)
+            print(
+                "the webhook's serving thread: time slice "
+                + (f"{serving_slice[0] / 1e6:.2f} ms, nice {serving_slice[1]}" if serving_slice else "unknown")
+            )
             if args.turnstile_env:
                 print(f"Turnstile's environment: {' '.join(args.turnstile_env)}")
             print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; Turnstile commit: {_commit()}")
@@ -839,12 +921,22 @@ def run(args: argparse.Namespace) -> int:
                 f"posting 1.5 MiB reviews"
             )
             print(
+                "valid-review client: "
+                + (
+                    "hack/loadgen (Go, HTTP/1.1, up to 25 idle connections like kube-apiserver's; latency from each "
+                    "review's due time)"
+                    if loadgen is not None
+                    else f"Python aiohttp, {CONNECTIONS} connections (latency from the coroutine's start)"
+                )
+            )
+            print(
                 f"valid reviews: {len(latencies)} sent, {ok} answered 200; p50 {ms(percentile(latencies, 0.5))}, "
                 f"p99 {ms(percentile(latencies, 0.99))}, max {ms(max(latencies))}; "
                 f"{over} over the {WEBHOOK_TIMEOUT_S:.0f} s webhook timeout; errors {errors} {dict(outcomes)}"
             )
             print(
-                f"valid-review client's own lag (send time behind its schedule): p50 {ms(percentile(lags, 0.5))}, "
+                f"valid-review client's own lag (written to the socket, or started, behind its schedule): "
+                f"p50 {ms(percentile(lags, 0.5))}, "
                 f"p99 {ms(percentile(lags, 0.99))}, max {ms(max(lags))}"
             )
             big = attacked.big_latencies
@@ -877,6 +969,12 @@ def run(args: argparse.Namespace) -> int:
                 + f", valid client {valid_sched[0]:.1f}/{valid_sched[1]:.1f}"
                 + f", attackers {attack_sched[0]:.1f}/{attack_sched[1]:.1f}"
             )
+            ours = sum(run for run, _ in sched_used.values()) + valid_sched[0] + attack_sched[0]
+            busy, whole = (end - start for start, end in zip(busy_start, busy_end, strict=True))
+            print(
+                f"machine CPU during the soak: {busy:.1f} s busy of {whole:.1f}; the bench's processes {ours:.1f} s, "
+                f"the rest (other work on the machine, the kernel) {busy - ours:.1f} s"
+            )
             print(
                 "webhook process by thread (CPU s / waiting s, during the soak): "
                 + ", ".join(
@@ -890,17 +988,13 @@ def run(args: argparse.Namespace) -> int:
                 print(summarise_py_spy(Path(args.py_spy)))
             if perf is not None:
                 perf.wait(timeout=args.perf_seconds + 60)
-                trace = schedtrace.load(args.perf_sched, [pid, valid.pid or 0])
-                who: dict[int, str] = {**names, valid.pid or 0: "valid client", attacker.pid or 0: "attackers"}
+                trace = schedtrace.load(args.perf_sched, [pid, valid_pid])
+                who: dict[int, str] = {**names, valid_pid: "valid client", attacker.pid or 0: "attackers"}
                 requests = list(zip(sents, latencies, strict=True))
                 if args.timeline:
                     Path(args.timeline).write_text("".join(f"{a:.6f} {b:.6f}\n" for a, b in requests))
                 print(schedtrace.report(schedtrace.explain(trace, pid, requests, who), trace, "the serving thread"))
-                print(
-                    schedtrace.report(
-                        schedtrace.explain(trace, valid.pid or 0, requests, who), trace, "the valid client"
-                    )
-                )
+                print(schedtrace.report(schedtrace.explain(trace, valid_pid, requests, who), trace, "the valid client"))
             print(
                 f"metric series: {series_before} before, {series_after} after; /metrics {page_bytes / 1e6:.2f} MB, "
                 f"scraped in {scrape_seconds:.2f}s"
@@ -914,9 +1008,26 @@ def run(args: argparse.Namespace) -> int:
                 f"{lease.missed} renewals missed; holders {len(set(holders))}; losses {lost + (0 if alive else 1)} "
                 f"(process {'alive' if alive else f'exited {turnstile.process.returncode}'})"
             )
+            if args.save:
+                Path(args.save).mkdir(parents=True, exist_ok=True)
+                Path(args.save, "valid").write_text(
+                    "".join(f"{a:.6f} {b:.6f}\n" for a, b in zip(sents, latencies, strict=True))
+                )
+                if loadgen is not None:
+                    shutil.copy(Path(tmp) / "loadgen" / "sent", Path(args.save) / "sent")
+            if not args.no_server_times:
+                turnstile.stop()  # the server writes its request times as it closes
+                if args.save and request_times.exists():
+                    shutil.copy(request_times, Path(args.save) / "request-times")
+                if not request_times.exists():
+                    print("the server's request times: not written (Turnstile did not close in time)")
+                elif loadgen is not None:
+                    print(validload.report(sent, read_request_times(request_times)))
+                else:
+                    print(validload.server_only(read_request_times(request_times)))
             return 0
         finally:
-            if turnstile.process is not None and turnstile.process.poll() is not None:
+            if turnstile.process is not None and turnstile.process.poll() not in (None, 0):
                 print(f"Turnstile exited with {turnstile.process.returncode}; the end of its log:", file=sys.stderr)
                 print(turnstile.log_file.read_text()[-3000:], file=sys.stderr)
             turnstile.stop()
@@ -962,6 +1073,23 @@ def main() -> None:
         "--no-autogroups", action="store_true", help="give niceness to processes only, not to their sessions' groups"
     )
     parser.add_argument("--py-spy", metavar="FILE", help="sample the webhook process with py-spy into FILE (raw)")
+    parser.add_argument(
+        "--client",
+        choices=("go", "python"),
+        default="go",
+        help="the valid reviews' client: hack/loadgen, kube-apiserver's way (go), or the bench's own aiohttp (python)",
+    )
+    parser.add_argument(
+        "--turnstile-cpus",
+        metavar="LIST",
+        help="during the soak, Turnstile on these CPUs (e.g. 0) and everything else on the others",
+    )
+    parser.add_argument(
+        "--save", metavar="DIR", help="keep each valid review's times (valid, sent) and the server's (request-times)"
+    )
+    parser.add_argument(
+        "--no-server-times", action="store_true", help="do not have the server note its own time for each request"
+    )
     args = parser.parse_args()
     if args.no_autogroups:
         os.environ[NO_AUTOGROUPS_ENV] = "1"

@@ -27,13 +27,18 @@ from webhook.gcpolicy import FreezeSurvivors
 from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics, serving
 from webhook.reconcilerprocess import ReconcilerProcess
+from webhook.requesttimes import ENVIRONMENT as REQUEST_TIMES_ENVIRONMENT
+from webhook.requesttimes import RequestTimes
 from webhook.reviewpool import ReviewPool
 from webhook.runoptions import RunOptions
+from webhook.schedslice import SERVING_SLICE_SECONDS, request_short_slice
 from webhook.server import AdmissionServer
 
 log = logging.getLogger(__name__)
 
 MMAP_THRESHOLD = 128 * 1024
+# The serving thread's time slice in microseconds (``webhook.schedslice``); 0 leaves the kernel's default.
+SERVING_SLICE_ENVIRONMENT = "TURNSTILE_SERVING_SLICE_US"
 
 
 def _split_address(address: str) -> tuple[str, int | None]:
@@ -73,6 +78,7 @@ async def run(options: RunOptions, *, stop: asyncio.Event, log_level: str = "INF
             port=options.port,
             observe=metrics.observe_webhook,
             offload=pool.answer if options.review_workers else None,
+            request_times=RequestTimes(options.request_times) if options.request_times is not None else None,
         )
         await server.start()
         stack.push_async_callback(server.close)
@@ -135,6 +141,16 @@ def return_large_buffers_to_the_os(threshold: int = MMAP_THRESHOLD) -> None:
 _M_MMAP_THRESHOLD = -3
 
 
+def _serving_slice() -> float:
+    """The serving thread's time slice in seconds (0: the kernel's default), from ``TURNSTILE_SERVING_SLICE_US``."""
+    raw = os.environ.get(SERVING_SLICE_ENVIRONMENT, "")
+    try:
+        return int(raw) / 1e6 if raw else SERVING_SLICE_SECONDS
+    except ValueError:
+        log.warning("%s=%r is not a whole number of microseconds; using the default", SERVING_SLICE_ENVIRONMENT, raw)
+        return SERVING_SLICE_SECONDS
+
+
 def run_from_cli(
     *,
     config_file: Path | None,
@@ -183,7 +199,12 @@ def run_from_cli(
         reconcile=reconcile,
         visibility_host=visibility_host,
         visibility_port=visibility_port,
+        request_times=Path(times) if (times := os.environ.get(REQUEST_TIMES_ENVIRONMENT)) else None,
     )
+
+    serving_slice = _serving_slice()
+    if serving_slice and request_short_slice(serving_slice):
+        log.info("the serving thread runs with a %.1f ms time slice", serving_slice * 1000)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -27,3 +27,4 @@ class RunOptions:
     visibility_port: int | None = None  # None: no visibility API listener
     identity: str = ""
     review_workers: int = 1  # processes answering reviews over routes.OFFLOAD_BYTES; 0: all on the serving loop
+    request_times: Path | None = None  # where the server writes its timestamps of each request (benchmarks only)

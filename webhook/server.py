@@ -7,7 +7,8 @@ certificate that will expire. Connections are capped and given deadlines (``webh
 answered without its body being read is followed by closing the connection, never by draining the body
 (``LINGERING_SECONDS``); reviews larger than ``routes.OFFLOAD_BYTES`` go to ``offload`` when one is given (the
 review worker processes). The bytes of every request body read are counted once the request is done, and the heap
-they leave free is given back to the OS now and then (``webhook.memtrim``).
+they leave free is given back to the OS now and then (``webhook.memtrim``). With ``request_times`` the server notes
+when it took and answered each request (``webhook.requesttimes``, for benchmarks).
 Must not: hold admission policy.
 """
 
@@ -29,6 +30,7 @@ from webhook.admission.routes import Observer, Offload, Readiness, build_app
 from webhook.admission.view import ClusterView
 from webhook.connections import ConnectionGuard, ConnectionLimits, GuardedSite
 from webhook.memtrim import MemoryTrimmer
+from webhook.requesttimes import RequestTimes
 from webhook.tls import DEFAULT_POLL_SECONDS, CertificateReloader
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,7 @@ class AdmissionServer:
         offload: Offload | None = None,
         limits: ConnectionLimits | None = None,
         trimmer: MemoryTrimmer | None = None,
+        request_times: RequestTimes | None = None,
     ) -> None:
         asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BYTES
         self.readiness = Readiness()
@@ -106,6 +109,9 @@ class AdmissionServer:
         self.trimmer = trimmer or MemoryTrimmer()
         self.app.middlewares.insert(0, _counting_bodies(self.trimmer))  # type: ignore[arg-type]
         self.app.middlewares.insert(0, self.guard.middleware())  # type: ignore[arg-type]
+        self.request_times = request_times
+        if request_times is not None:  # outermost: its times include every other middleware's
+            self.app.middlewares.insert(0, request_times.middleware())  # type: ignore[arg-type]
         self.app[RELOADER] = self.reloader
         self.app[FAILURES] = asyncio.Queue()
         self.app[POLL_SECONDS] = poll_seconds
@@ -153,6 +159,8 @@ class AdmissionServer:
             self._sweeping = None
         await self._runner.cleanup()
         await self.trimmer.close()
+        if self.request_times is not None:
+            self.request_times.write()
 
 
 async def serve(

@@ -1,0 +1,3 @@
+module turnstile.local/loadgen
+
+go 1.26
