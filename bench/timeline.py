@@ -61,9 +61,8 @@ def report(path: Path) -> None:
     for cls in CLASSES:
         h = holds[cls]
         if h:
-            print(
-                f"  hold {cls:6s}: mean {statistics.mean(h):.3f} s, p50 {_quantile(h, 0.5):.3f}, p90 {_quantile(h, 0.9):.3f}"
-            )
+            mean, p50, p90 = statistics.mean(h), _quantile(h, 0.5), _quantile(h, 0.9)
+            print(f"  hold {cls:6s}: mean {mean:.3f} s, p50 {p50:.3f}, p90 {p90:.3f}")
     if reactions:
         mean, p50, p90 = statistics.mean(reactions), _quantile(reactions, 0.5), _quantile(reactions, 0.9)
         print(f"  finish -> next admission in its cohort: mean {mean:.3f} s, p50 {p50:.3f}, p90 {p90:.3f}")
