@@ -1,10 +1,10 @@
-"""``ClusterCache.view``: an object's typed view made once per stored version (kept apart from test_cache.py,
-whose storing path is being changed in another branch)."""
+"""``ClusterCache.view``: an object's typed view made once per stored version."""
 
 from __future__ import annotations
 
 from webhook.api.views import BatchJob, ObjectView, WorkloadRecord
 from webhook.controller.cache import ClusterCache
+from webhook.controller.informer import ChangeType
 from webhook.kube import resources as r
 from webhook.kube.objects import Object
 
@@ -18,19 +18,23 @@ def job(version: str, *, suspend: bool = True) -> Object:
     }
 
 
-def test_a_stored_object_is_viewed_once_per_version() -> None:
-    cache = ClusterCache([r.JOB])
-    cache.apply(r.JOB, "ADDED", job("1"))
+def put(cache: ClusterCache, change: ChangeType, obj: Object) -> Object:
+    """``obj`` taken in by the cache; the stored object it keeps."""
+    cache.apply(r.JOB, change, obj)
     stored = cache.job("ns", "j")
     assert stored is not None
+    return stored
+
+
+def test_a_stored_object_is_viewed_once_per_version() -> None:
+    cache = ClusterCache([r.JOB])
+    stored = put(cache, "ADDED", job("1"))
     view = cache.view(r.JOB, stored, BatchJob)
     assert view.raw is stored
     assert cache.view(r.JOB, stored, BatchJob) is view
     assert cache.view(r.JOB, stored, ObjectView) is view, "a wider kind is the view already made"
 
-    cache.apply(r.JOB, "MODIFIED", job("2", suspend=False))
-    newer = cache.job("ns", "j")
-    assert newer is not None
+    newer = put(cache, "MODIFIED", job("2", suspend=False))
     again = cache.view(r.JOB, newer, BatchJob)
     assert again is not view
     assert not again.suspend
@@ -38,9 +42,7 @@ def test_a_stored_object_is_viewed_once_per_version() -> None:
 
 def test_a_narrower_kind_replaces_the_wider_view_remembered() -> None:
     cache = ClusterCache([r.JOB])
-    cache.apply(r.JOB, "ADDED", job("1"))
-    stored = cache.job("ns", "j")
-    assert stored is not None
+    stored = put(cache, "ADDED", job("1"))
     generic = cache.view(r.JOB, stored, ObjectView)
     narrow = cache.view(r.JOB, stored, BatchJob)
     assert isinstance(narrow, BatchJob)
@@ -63,9 +65,7 @@ def test_an_object_that_is_not_the_stored_one_is_viewed_each_time_and_not_rememb
 
 def test_a_deleted_object_is_no_longer_remembered() -> None:
     cache = ClusterCache([r.JOB])
-    cache.apply(r.JOB, "ADDED", job("1"))
-    stored = cache.job("ns", "j")
-    assert stored is not None
+    stored = put(cache, "ADDED", job("1"))
     view = cache.view(r.JOB, stored, BatchJob)
     cache.apply(r.JOB, "DELETED", stored)
     assert cache.view(r.JOB, stored, BatchJob) is not view
