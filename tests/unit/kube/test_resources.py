@@ -1,3 +1,8 @@
+import os
+import pickle
+import subprocess
+import sys
+
 import pytest
 
 from webhook.kube import resources as r
@@ -40,3 +45,30 @@ def test_api_version() -> None:
     assert r.POD.api_version == "v1"
     assert r.WORKLOAD.api_version == "kueue.x-k8s.io/v1beta2"
     assert r.LEASE.api_version == "coordination.k8s.io/v1"
+
+
+def test_a_resource_hashes_and_compares_in_c() -> None:
+    # It keys every store and work queue of the controller: no Python-level __hash__/__eq__ on that path.
+    assert type(r.JOB).__hash__ is tuple.__hash__
+    assert type(r.JOB).__eq__ is tuple.__eq__
+    assert r.Resource("batch", "v1", "jobs", "Job", namespaced=True, has_status=True) == r.JOB
+    assert {r.JOB: 1}[r.Resource("batch", "v1", "jobs", "Job", namespaced=True, has_status=True)] == 1
+    assert r.JOB != r.POD
+    assert str(r.JOB) == "jobs.batch"
+
+
+def test_a_resource_pickled_to_a_process_with_other_string_hashes_keys_its_entries_there() -> None:
+    # The webhook hands objects to worker processes; nothing hashed here may travel with a resource.
+    program = (
+        "import pickle, sys\n"
+        "from webhook.kube import resources as r\n"
+        "index = pickle.loads(sys.stdin.buffer.read())\n"
+        "assert index[r.WORKLOAD] == 'workloads' and index[r.JOB] == 'jobs', index\n"
+        "sys.stdout.buffer.write(pickle.dumps({r.LOCAL_QUEUE: 'localqueues'}))\n"
+    )
+    sent = pickle.dumps({r.WORKLOAD: "workloads", r.JOB: "jobs"})
+    env = os.environ | {"PYTHONHASHSEED": str(hash("seed") % 1000 + 1)}
+    done = subprocess.run(
+        [sys.executable, "-c", program], input=sent, capture_output=True, env=env, check=True, timeout=60
+    )
+    assert pickle.loads(done.stdout)[r.LOCAL_QUEUE] == "localqueues"
