@@ -30,6 +30,7 @@ from webhook.admission import answering
 from webhook.admission.endpoints import ENDPOINTS, Endpoint
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import ClusterView
+from webhook.api.views import WorkloadRecord
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.reconcilerprocess import background_priority, die_with_parent
 
@@ -177,8 +178,8 @@ class _ProxyView:
     def workload_is_admitted(self, namespace: str, name: str) -> bool:
         return bool(self._ask("workload_is_admitted", namespace, name))
 
-    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        answer: Mapping[str, Any] | None = self._ask("workload", namespace, name)
+    def workload(self, namespace: str, name: str) -> WorkloadRecord | None:
+        answer: WorkloadRecord | None = self._ask("workload", namespace, name)
         return answer
 
     def pod_defaults(self, namespace: str) -> PodDefaults:

@@ -33,7 +33,7 @@ from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
 from webhook.api.model import KubeObject
-from webhook.api.views import ObjectView, WorkloadRecord
+from webhook.api.views import ObjectView
 from webhook.jobs import batch_job, naming
 from webhook.jobs.adapter import Problem, SuspendableAdapter
 
@@ -261,9 +261,7 @@ class JobPolicy:
         workload = view.workload(request.namespace, workload_name)
         if workload is None:
             return []  # admitted, but its body is not in the view: nothing to compare with
-        mismatch = self._adapter.admission_mismatch(
-            job.view, WorkloadRecord.of(workload), view.pod_defaults(request.namespace)
-        )
+        mismatch = self._adapter.admission_mismatch(job.view, workload, view.pod_defaults(request.namespace))
         if mismatch is None:
             return []
         return [

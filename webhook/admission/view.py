@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from webhook.api.views import WorkloadRecord
 from webhook.jobs.poddefaults import PodDefaults
 
 
@@ -34,7 +35,7 @@ class ClusterView(Protocol):
         """True when that Workload exists and has quota reserved and is admitted."""
         ...
 
-    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+    def workload(self, namespace: str, name: str) -> WorkloadRecord | None:
         """The Workload object as last seen, or None."""
         ...
 
@@ -74,8 +75,9 @@ class StaticView:
     def workload_is_admitted(self, namespace: str, name: str) -> bool:
         return (namespace, name) in self.admitted_workloads
 
-    def workload(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self.workloads.get((namespace, name))
+    def workload(self, namespace: str, name: str) -> WorkloadRecord | None:
+        raw = self.workloads.get((namespace, name))
+        return None if raw is None else WorkloadRecord.of(raw)
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
         return self.defaults

@@ -30,7 +30,7 @@ from webhook.api.cohort import parse_cohort
 from webhook.api.constants import COND_EVICTED, COND_QUOTA_RESERVED, EVICTED_BY_PREEMPTION, PENDING_REASON_POSITIONS
 from webhook.api.flavor import parse_resource_flavor
 from webhook.api.localqueue import parse_local_queue
-from webhook.api.views import WorkloadRecord
+from webhook.api.views import ObjectView, WorkloadRecord, entries
 from webhook.api.workload import Workload, parse_admission, parse_workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -52,7 +52,7 @@ from webhook.core.snapshot import Snapshot
 from webhook.jobs import workload as wl_life
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, labels_of
+from webhook.kube.objects import Object
 from webhook.kube.resources import NAMESPACE, WORKLOAD
 from webhook.logs import object_fields
 
@@ -152,7 +152,7 @@ class Admitter:
                 self._update(key, self._cache.workload(*key))
         assert self._effective is not None
         assumed_keys = list(self.reservations.keys())
-        versions = {key: _version(obj) for key in assumed_keys if (obj := self._cache.workload(*key))}
+        versions = {key: _version(seen) for key in assumed_keys if (seen := self._cache.workload(*key))}
         self.reservations.settle(versions)
         overlaid: dict[Key, Workload] = {}
         for key in assumed_keys:
@@ -168,7 +168,7 @@ class Admitter:
             workloads = [wl for key, wl in self._effective.items() if key not in overlaid] + list(overlaid.values())
         else:
             workloads = list(self._effective.values())
-        namespaces = {(ns.get("metadata") or {}).get("name", ""): labels_of(ns) for ns in self._namespaces()}
+        namespaces = {ns.name: ns.labels for ns in self._cache.views(NAMESPACE, ObjectView)}
         if namespaces != self._last_namespaces:
             self._last_namespaces, self._dirty = namespaces, True
         return Snapshot(
@@ -184,27 +184,26 @@ class Admitter:
         """Every Workload read again (the first pass, or after the journal overflowed); returns their keys."""
         self._effective, self._finished = {}, {}
         live: set[Key] = set()
-        for obj in self._cache.workloads():
-            meta = obj.get("metadata") or {}
-            key = (meta.get("namespace", ""), meta.get("name", ""))
+        for workload in self._cache.workloads():
+            key = (workload.metadata.get("namespace", ""), workload.metadata.get("name", ""))
             live.add(key)
-            self._update(key, obj)
+            self._update(key, workload)
         gone = set(self._parsed) - live
         for key in gone:
             self._update(key, None)
         self._dirty = True
         return live | gone | set(self._views)
 
-    def _update(self, key: Key, obj: Object | None) -> None:
+    def _update(self, key: Key, workload: WorkloadRecord | None) -> None:
         """Read one Workload again (if its version changed) into the snapshot's part kept from pass to pass."""
         assert self._effective is not None
         wl: Workload | None = None
-        if obj is not None:
-            meta = obj.get("metadata") or {}
+        if workload is not None:
+            meta = workload.metadata
             rv = str(meta.get("resourceVersion", ""))
             cached = self._parsed.get(key)
             if cached is None or cached[0] != rv:
-                cached = (rv, self._parse(obj, "Workload", parse_workload))
+                cached = (rv, self._parse(workload, "Workload", parse_workload))
                 self._parsed[key] = cached
             wl = cached[1]
             if wl is not None and meta.get("deletionTimestamp") and wl.admission is None:
@@ -256,28 +255,27 @@ class Admitter:
         spaced = self._spaced_at if self._dirty else None
         return min((t for t in (self._requeue_due, retry, spaced) if t is not None), default=None)
 
-    def _namespaces(self) -> list[Object]:
-        return list(self._cache.items(NAMESPACE))
-
-    def _parse(self, obj: Mapping[str, Any], kind: str, parse: Callable[[Mapping[str, Any]], T]) -> T | None:
+    def _parse(self, obj: ObjectView, kind: str, parse: Callable[[Mapping[str, Any]], T]) -> T | None:
+        """``obj`` decoded into the scheduler's type for ``kind`` (from the object as sent: ``parse`` is
+        ``webhook.api``'s decoder); None, said once per version, when it is malformed."""
         try:
-            return parse(obj)
+            return parse(obj.raw)
         except ValueError as exc:
-            meta = obj.get("metadata") or {}
+            meta = obj.metadata
             marker = (kind, f"{meta.get('namespace', '')}/{meta.get('name', '')}", str(meta.get("resourceVersion")))
             if marker not in self._bad:  # say it once per version, not once per pass
                 self._bad.add(marker)
-                log.warning("ignoring malformed %s: %s", kind, exc, extra=object_fields(obj))
+                log.warning("ignoring malformed %s: %s", kind, exc, extra=object_fields(obj.raw))
             return None
 
-    def _parse_all(self, objs: list[Object], kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
+    def _parse_all(self, objs: list[ObjectView], kind: str, parse: Callable[[Mapping[str, Any]], T]) -> list[T]:
         """Queues, flavors and cohorts, parsed again only when their version changes (like Workloads): every pass
         took them all, and a ClusterQueue changes far less often than passes run."""
         cache: dict[Key, tuple[str, Any]] = self._parsed_queues.setdefault(kind, {})
         out: list[T] = []
         live: set[Key] = set()
         for obj in objs:
-            meta = obj.get("metadata") or {}
+            meta = obj.metadata
             key = (meta.get("namespace", ""), meta.get("name", ""))
             rv = str(meta.get("resourceVersion", ""))
             live.add(key)
@@ -340,20 +338,20 @@ class Admitter:
                     self._evict_victim(victim.workload, victim.reason, victim.message, preemption.cluster_queue, now)
                 )
         for decision in result.admitted:
-            obj = self._cache.workload(*decision.workload)
-            if obj is None or decision.workload in self.reservations:
+            record = self._cache.workload(*decision.workload)
+            if record is None or decision.workload in self.reservations:
                 continue
             if self._admit_retries.backing_off(decision.workload, now):
                 continue
             admission = admission_status(decision)
-            self.reservations.assume(decision.workload, admission, base_version=_version(obj))
+            self.reservations.assume(decision.workload, admission, base_version=_version(record))
             # What the next snapshot shows of it (assumed, then written) is this pass's own doing: no reason to
             # schedule again.
             wl = self._effective.get(decision.workload) if self._effective is not None else None
             view = _view(dataclasses.replace(wl, admission=parse_admission(admission))) if wl is not None else None
             if view is not None:
                 self._views[decision.workload] = view
-            writes.append(self._admit(obj, decision, admission, now))
+            writes.append(self._admit(record, decision, admission, now))
         if not self._deferred:
             writes += self._pending_writes(result.pending, now)
         elif self._pending_task is None or self._pending_task.done():
@@ -399,21 +397,23 @@ class Admitter:
         return self._events.record(obj, **fields)
 
     async def _admit(
-        self, obj: Object, decision: AdmissionDecision, admission: Mapping[str, Any], now: datetime.datetime
+        self,
+        workload: WorkloadRecord,
+        decision: AdmissionDecision,
+        admission: Mapping[str, Any],
+        now: datetime.datetime,
     ) -> None:
         key = decision.workload
         try:
             async with self._gate:
-                written = await self._kube.replace_status(
-                    WORKLOAD, wl_life.admitted(self._record(obj), admission, now=now)
-                )
+                written = await self._kube.replace_status(WORKLOAD, wl_life.admitted(workload, admission, now=now))
         except (errors.Conflict, errors.NotFound, errors.Invalid, errors.Forbidden) as exc:
             self.reservations.refused(key)
             # The scheduler took it as admitted: it is pending again (when in doubt, schedule).
             self._note(key, (self._effective or {}).get(key))
             if isinstance(exc, errors.Conflict):
-                log.info("admission not written (conflict); will retry", extra=object_fields(obj))
-                await self._refresh(obj)
+                log.info("admission not written (conflict); will retry", extra=object_fields(workload.raw))
+                await self._refresh(workload)
                 self._cache.wake()  # decide again on the version read, not at the next resync
             else:
                 delay = self._admit_retries.failed(key, now)
@@ -421,17 +421,17 @@ class Admitter:
                     "admission not written (%s); retrying in %.1fs",
                     exc.__class__.__name__,
                     delay,
-                    extra=object_fields(obj),
+                    extra=object_fields(workload.raw),
                 )
             return
         except errors.KubeError as exc:
             self.reservations.unknown(key)
-            log.warning("admission write outcome unknown: %s", exc, extra=object_fields(obj))
+            log.warning("admission write outcome unknown: %s", exc, extra=object_fields(workload.raw))
             return
         self._cache.observe(WORKLOAD, written)
         self.reservations.confirmed(key)
         self._admit_retries.succeeded((key,))
-        wait = (now - _created(obj)).total_seconds()
+        wait = (now - _created(workload)).total_seconds()
         if self._metrics is not None:
             self._metrics.quota_reserved(decision.cluster_queue, wait)
             self._metrics.workload_admitted(decision.cluster_queue, wait)
@@ -448,22 +448,26 @@ class Admitter:
     async def _evict_victim(
         self, key: Key, reason: str, message: str, preempting_cq: str, now: datetime.datetime
     ) -> None:
-        obj = self._cache.workload(*key)
-        if obj is None or (status := self._cache.typed_workload(obj).status).evicted or not status.holds_quota:
+        workload = self._cache.workload(*key)
+        if (
+            workload is None
+            or (status := self._cache.typed_workload(workload).status).evicted
+            or not status.holds_quota
+        ):
             return  # already on its way out: evicting twice would only reset its clock
         body = wl_life.evicted(
-            self._record(obj), reason=EVICTED_BY_PREEMPTION, message=message, now=now, preempted_reason=reason
+            workload, reason=EVICTED_BY_PREEMPTION, message=message, now=now, preempted_reason=reason
         )
         try:
             async with self._gate:
                 written = await self._kube.replace_status(WORKLOAD, body)
         except errors.KubeError as exc:
-            log.info("preemption not written (%s); the next pass decides again", exc, extra=object_fields(obj))
+            log.info("preemption not written (%s); the next pass decides again", exc, extra=object_fields(workload.raw))
             if isinstance(exc, errors.Conflict):
-                await self._refresh(obj)
+                await self._refresh(workload)
             return
         self._cache.observe(WORKLOAD, written)
-        cq = ((obj.get("status") or {}).get("admission") or {}).get("clusterQueue", "")
+        cq = status.admission.cluster_queue if status.admission is not None else ""
         if self._metrics is not None:
             self._metrics.workload_preempted(preempting_cq, reason)
             self._metrics.workload_evicted(cq, EVICTED_BY_PREEMPTION)
@@ -471,14 +475,10 @@ class Admitter:
         if event is not None:
             await event
 
-    def _record(self, obj: Object) -> WorkloadRecord:
-        """A cached Workload as its lifecycle writes read it (the whole object, viewed once per version)."""
-        return self._cache.view(WORKLOAD, obj, WorkloadRecord)
-
-    async def _refresh(self, obj: Object) -> None:
+    async def _refresh(self, workload: WorkloadRecord) -> None:
         """Read a Workload our write found changed, so the next pass decides on what the server has rather than
         retrying the same write against the version the watch has not delivered yet."""
-        meta = obj.get("metadata") or {}
+        meta = workload.metadata
         try:
             async with self._gate:
                 fresh = await self._kube.get(WORKLOAD, meta.get("name", ""), namespace=meta.get("namespace"))
@@ -496,20 +496,23 @@ class Admitter:
             if len(writes) >= self._pending_budget:
                 self._pending_owed = True  # the rest in a later pass, from this decision if nothing changes
                 break
-            obj = self._cache.workload(*decision.workload)
-            if obj is None or _says(obj, decision):
+            workload = self._cache.workload(*decision.workload)
+            if workload is None or _says(workload, decision):
                 continue
             last = self._pending_written.get(decision.workload)
-            if last is not None and now - last < self._pending_refresh and _says_reason(obj, decision):
+            if last is not None and now - last < self._pending_refresh and _says_reason(workload, decision):
                 self._pending_owed = True  # only the numbers moved, and they were written a moment ago: later
                 continue
-            body = wl_life.pending(self._record(obj), reason=decision.reason, message=decision.message, now=now)
+            body = wl_life.pending(workload, reason=decision.reason, message=decision.message, now=now)
             if body is not None:
                 self._pending_written[decision.workload] = now
-                writes.append(self._write_pending(body, decision, now))
+                writes.append(self._write_pending(body, _version(workload), decision, now))
         return writes
 
-    async def _write_pending(self, body: Object, decision: PendingDecision, now: datetime.datetime) -> None:
+    async def _write_pending(
+        self, body: Object, based_on: int, decision: PendingDecision, now: datetime.datetime
+    ) -> None:
+        """Writes ``body``, built on version ``based_on`` of the Workload (built again when the cache has another)."""
         try:
             async with self._info_gate:
                 # Written in the background, a reason may come after the Workload changed: one admitted (or being
@@ -522,10 +525,8 @@ class Admitter:
                     or self._cache.typed_workload(current).status.holds_quota
                 ):
                     return
-                if _version(current) != _version(body):
-                    fresh = wl_life.pending(
-                        self._record(current), reason=decision.reason, message=decision.message, now=now
-                    )
+                if _version(current) != based_on:
+                    fresh = wl_life.pending(current, reason=decision.reason, message=decision.message, now=now)
                     if fresh is None:
                         return
                     body = fresh
@@ -554,19 +555,21 @@ def _heads_first(p: PendingDecision) -> int:
     return p.position or 0
 
 
-def _says(obj: Mapping[str, Any], decision: PendingDecision) -> bool:
+def _says(workload: WorkloadRecord, decision: PendingDecision) -> bool:
     """The Workload already shows this reason and detail (a changed position alone is not worth a write)."""
-    return _says_reason(obj, decision) and str(_quota_reserved(obj).get("message", "")).startswith(decision.detail)
+    return _says_reason(workload, decision) and str(_quota_reserved(workload).get("message", "")).startswith(
+        decision.detail
+    )
 
 
-def _says_reason(obj: Mapping[str, Any], decision: PendingDecision) -> bool:
+def _says_reason(workload: WorkloadRecord, decision: PendingDecision) -> bool:
     """The Workload already shows it waits, for this reason (whatever the numbers in the message)."""
-    current = _quota_reserved(obj)
+    current = _quota_reserved(workload)
     return current.get("status") == "False" and current.get("reason") == decision.reason
 
 
-def _quota_reserved(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return conditions.find((obj.get("status") or {}).get("conditions"), COND_QUOTA_RESERVED) or {}
+def _quota_reserved(workload: WorkloadRecord) -> Mapping[str, Any]:
+    return conditions.find(entries(workload.status, "conditions"), COND_QUOTA_RESERVED) or {}
 
 
 def _view(wl: Workload | None) -> tuple[Any, ...] | None:
@@ -590,11 +593,11 @@ def _view(wl: Workload | None) -> tuple[Any, ...] | None:
     )
 
 
-def _version(obj: Mapping[str, Any]) -> int:
-    rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+def _version(workload: ObjectView) -> int:
+    rv = str(workload.metadata.get("resourceVersion", ""))
     return int(rv) if rv.isdigit() else 0
 
 
-def _created(obj: Mapping[str, Any]) -> datetime.datetime:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+def _created(workload: ObjectView) -> datetime.datetime:
+    stamp = workload.metadata.get("creationTimestamp")
     return conditions.parse_time(stamp) if stamp else datetime.datetime.now(datetime.UTC)

@@ -7,6 +7,11 @@ admission policies ask, and change notification (listeners, key queues, a change
 Must not: talk to the API server or decide anything. Every mutation is a synchronous method, so a read and the
 write that depends on it can never be split by an ``await``.
 
+The reconciler reads the typed reads (``workload``, ``workloads``, ``cluster_queue``, ``pods``, ... and ``views`` /
+``viewed`` for any kind): each object through its view (``webhook.api.views``), made once per stored version
+(``view``), so what crosses the controller is typed and nothing below it reads the dicts. The generic reads (``get``,
+``items``, ``job``) hand out the stored dicts, for the feeds and for the decoders of other types (the admitter's
+snapshot, the visibility API, review workers asking from a thread of their own).
 Objects handed out are the stored dicts themselves, shared, for speed: never mutate them; copy first. They are
 stored without ``metadata.managedFields`` (nothing of ours reads them, and they were about half of a Workload's
 memory): a body built from a cached object and sent back (a PUT) leaves them out, which the API server takes as
@@ -22,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple, TypeVar
 
 from webhook.api import constants, model
-from webhook.api.views import ObjectView, view_of
+from webhook.api.views import ObjectView, Pod, WorkloadRecord, view_of
 from webhook.controller.informer import ChangeType
 from webhook.controller.interner import Interner
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
@@ -42,6 +47,12 @@ class Change(NamedTuple):
     type: ChangeType
     old: Object | None
     new: Object | None
+
+
+def view_key(view: ObjectView) -> ObjectKey:
+    """Where a viewed object lives: its namespace ("" for cluster-scoped kinds) and name."""
+    meta = view.metadata
+    return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
 
 
 def _version(obj: Object | None) -> int | None:
@@ -90,7 +101,7 @@ class ClusterCache:
         self._workloads_by_owner: dict[str, set[ObjectKey]] = {}
         # The typed value of a stored Workload, next to the dict it was decoded from (the stored dict is replaced
         # whenever another version is taken in, so "the same dict" is "the same resourceVersion").
-        self._typed: dict[ObjectKey, tuple[Object, model.Workload]] = {}
+        self._typed: dict[ObjectKey, tuple[Mapping[str, object], model.Workload]] = {}
         self._object_waiters: dict[KIND_KEY, set[asyncio.Event]] = {}
         self._changed = asyncio.Event()
         self.generation = 0  # bumped on every change
@@ -294,40 +305,46 @@ class ClusterCache:
     def is_synced(self, resource: Resource) -> bool:
         return resource in self._synced
 
-    # -- typed accessors ------------------------------------------------------------------------
-
     def job(self, namespace: str, name: str) -> Object | None:
         return self.get(r.JOB, ObjectKey(namespace, name))
 
     def jobs(self, namespace: str | None = None) -> list[Object]:
         return list(self.items(r.JOB, namespace))
 
-    def pod(self, namespace: str, name: str) -> Object | None:
-        return self.get(r.POD, ObjectKey(namespace, name))
+    # -- typed reads: each object through its view (``view``), made once per stored version ----------------
 
-    def pods(self, namespace: str | None = None) -> list[Object]:
-        return list(self.items(r.POD, namespace))
+    def views(self, resource: Resource, kind: type[_View], namespace: str | None = None) -> list[_View]:
+        """Every object of ``resource`` (in ``namespace``), as a ``kind``."""
+        return [self.view(resource, obj, kind) for obj in self.items(resource, namespace)]
 
-    def pod_group(self, namespace: str, group: str) -> list[Object]:
+    def viewed(self, resource: Resource, key: ObjectKey, kind: type[_View]) -> _View | None:
+        """One object as a ``kind``; None when the cache does not hold it."""
+        obj = self._store(resource).get(key)
+        return None if obj is None else self.view(resource, obj, kind)
+
+    def pods(self, namespace: str | None = None) -> list[Pod]:
+        return self.views(r.POD, Pod, namespace)
+
+    def pod_group(self, namespace: str, group: str) -> list[Pod]:
         """The managed pods of one pod group (label ``kueue.x-k8s.io/pod-group-name``)."""
-        return [p for p in self.items(r.POD, namespace) if labels_of(p).get(constants.POD_GROUP_NAME_LABEL) == group]
+        return [p for p in self.pods(namespace) if p.labels.get(constants.POD_GROUP_NAME_LABEL) == group]
 
-    def workload(self, namespace: str, name: str) -> Object | None:
-        return self.get(r.WORKLOAD, ObjectKey(namespace, name))
+    def workload(self, namespace: str, name: str) -> WorkloadRecord | None:
+        return self.viewed(r.WORKLOAD, ObjectKey(namespace, name), WorkloadRecord)
 
-    def workloads(self, namespace: str | None = None) -> list[Object]:
-        return list(self.items(r.WORKLOAD, namespace))
+    def workloads(self, namespace: str | None = None) -> list[WorkloadRecord]:
+        return self.views(r.WORKLOAD, WorkloadRecord, namespace)
 
-    def typed_workload(self, workload: Object) -> model.Workload:
-        """The typed Workload of ``workload``: decoded once per version stored, then shared (a dict that is not the
-        stored one, an older version or one never stored, is decoded each time). Raises ``wire.InvalidObject``."""
-        key = key_of(workload)
+    def typed_workload(self, workload: WorkloadRecord) -> model.Workload:
+        """The typed Workload of ``workload``: decoded once per version stored, then shared (a Workload that is not
+        the stored one, an older version or one never stored, is decoded each time). Raises ``wire.InvalidObject``."""
+        raw, key = workload.raw, view_key(workload)
         memo = self._typed.get(key)
-        if memo is not None and memo[0] is workload:
+        if memo is not None and memo[0] is raw:
             return memo[1]
-        typed = model.decode_workload(workload)
-        if self._stores.get(r.WORKLOAD, {}).get(key) is workload:
-            self._typed[key] = (workload, typed)
+        typed = model.decode_workload(raw)
+        if self._stores.get(r.WORKLOAD, {}).get(key) is raw:
+            self._typed[key] = (raw, typed)
         return typed
 
     def view(self, resource: Resource, obj: Object, kind: type[_View]) -> _View:
@@ -349,49 +366,38 @@ class ClusterCache:
         if change.old is not None:
             self._views.pop(id(change.old), None)
 
-    def workloads_owned_by(self, uid: str) -> list[Object]:
+    def workloads_owned_by(self, uid: str) -> list[WorkloadRecord]:
         """Workloads whose ownerReferences name this uid (a Job's, a Pod's)."""
         store = self._store(r.WORKLOAD)
-        return [store[key] for key in sorted(self._workloads_by_owner.get(uid, ())) if key in store]
+        keys = sorted(self._workloads_by_owner.get(uid, ()))
+        return [self.view(r.WORKLOAD, store[key], WorkloadRecord) for key in keys if key in store]
 
-    def cluster_queue(self, name: str) -> Object | None:
-        return self.get(r.CLUSTER_QUEUE, ObjectKey("", name))
+    def cluster_queue(self, name: str) -> ObjectView | None:
+        return self.viewed(r.CLUSTER_QUEUE, ObjectKey("", name), ObjectView)
 
-    def cluster_queues(self) -> list[Object]:
-        return list(self.items(r.CLUSTER_QUEUE))
+    def cluster_queues(self) -> list[ObjectView]:
+        return self.views(r.CLUSTER_QUEUE, ObjectView)
 
-    def cohort(self, name: str) -> Object | None:
-        return self.get(r.COHORT, ObjectKey("", name)) if r.COHORT in self._stores else None
+    def cohort(self, name: str) -> ObjectView | None:
+        return self.viewed(r.COHORT, ObjectKey("", name), ObjectView) if r.COHORT in self._stores else None
 
-    def cohorts(self) -> list[Object]:
-        return list(self.items(r.COHORT)) if r.COHORT in self._stores else []
+    def cohorts(self) -> list[ObjectView]:
+        return self.views(r.COHORT, ObjectView) if r.COHORT in self._stores else []
 
-    def local_queue(self, namespace: str, name: str) -> Object | None:
-        return self.get(r.LOCAL_QUEUE, ObjectKey(namespace, name))
+    def local_queue(self, namespace: str, name: str) -> ObjectView | None:
+        return self.viewed(r.LOCAL_QUEUE, ObjectKey(namespace, name), ObjectView)
 
-    def local_queues(self, namespace: str | None = None) -> list[Object]:
-        return list(self.items(r.LOCAL_QUEUE, namespace))
+    def local_queues(self, namespace: str | None = None) -> list[ObjectView]:
+        return self.views(r.LOCAL_QUEUE, ObjectView, namespace)
 
-    def resource_flavor(self, name: str) -> Object | None:
-        return self.get(r.RESOURCE_FLAVOR, ObjectKey("", name))
+    def resource_flavors(self) -> list[ObjectView]:
+        return self.views(r.RESOURCE_FLAVOR, ObjectView)
 
-    def resource_flavors(self) -> list[Object]:
-        return list(self.items(r.RESOURCE_FLAVOR))
+    def workload_priority_classes(self) -> list[ObjectView]:
+        return self.views(r.WORKLOAD_PRIORITY_CLASS, ObjectView)
 
-    def workload_priority_class(self, name: str) -> Object | None:
-        return self.get(r.WORKLOAD_PRIORITY_CLASS, ObjectKey("", name))
-
-    def workload_priority_classes(self) -> list[Object]:
-        return list(self.items(r.WORKLOAD_PRIORITY_CLASS))
-
-    def priority_class(self, name: str) -> Object | None:
-        return self.get(r.PRIORITY_CLASS, ObjectKey("", name))
-
-    def priority_classes(self) -> list[Object]:
-        return list(self.items(r.PRIORITY_CLASS))
-
-    def namespace(self, name: str) -> Object | None:
-        return self.get(r.NAMESPACE, ObjectKey("", name))
+    def priority_classes(self) -> list[ObjectView]:
+        return self.views(r.PRIORITY_CLASS, ObjectView)
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
         """What the API server adds to pods in ``namespace`` (LimitRange defaults, RuntimeClass overhead)."""
@@ -408,23 +414,22 @@ class ClusterCache:
         return len(self._synced) == len(self._stores)
 
     def namespace_labels(self, name: str) -> Mapping[str, str] | None:
-        ns = self.namespace(name)
+        ns = self.get(r.NAMESPACE, ObjectKey("", name))
         return None if ns is None else labels_of(ns)
 
     def cohort_parents(self) -> Mapping[str, str | None]:
-        return {
-            (o.get("metadata") or {}).get("name", ""): ((o.get("spec") or {}).get("parentName") or None)
-            for o in self.cohorts()
-        }
+        # Views not kept (``view`` is for the reconciler's loop; review workers ask from a thread of their own).
+        cohorts = map(ObjectView.of, self.items(r.COHORT)) if r.COHORT in self._stores else ()
+        return {c.name: (c.spec.get("parentName") or None) for c in cohorts}
 
     def has_local_queue(self, namespace: str, name: str) -> bool:
-        return self.local_queue(namespace, name) is not None
+        return self.get(r.LOCAL_QUEUE, ObjectKey(namespace, name)) is not None
 
     def has_workload_priority_class(self, name: str) -> bool:
-        return self.workload_priority_class(name) is not None
+        return self.get(r.WORKLOAD_PRIORITY_CLASS, ObjectKey("", name)) is not None
 
     def workload_is_admitted(self, namespace: str, name: str) -> bool:
-        wl = self.workload(namespace, name)
+        wl = self.get(r.WORKLOAD, ObjectKey(namespace, name))
         return wl is not None and self.is_admitted(wl)
 
     @staticmethod

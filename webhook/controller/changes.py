@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.api.views import ObjectView, Pod
-from webhook.controller.cache import Change, ClusterCache
+from webhook.controller.cache import Change, ClusterCache, view_key
 from webhook.controller.workqueue import WorkQueue
 from webhook.jobs import pod_group, registry, suspendable
 from webhook.jobs.adapter import JobKind, PodOwnerAdapter
@@ -67,9 +67,9 @@ class ChangeRouter:
         for queue in self.queues():
             queue.add_all()
 
-    def group_pods(self, group: ObjectKey) -> list[Object]:
+    def group_pods(self, group: ObjectKey) -> list[Pod]:
         """The pods of one pod group, by name (a full pass lists them in the cache's order instead)."""
-        found = (self._cache.get(POD, key) for key in sorted(self._group_pods.get(group, ())))
+        found = (self._cache.viewed(POD, key, Pod) for key in sorted(self._group_pods.get(group, ())))
         return [pod for pod in found if pod is not None]
 
     def queues(self) -> Iterable[WorkQueue[ObjectKey]]:
@@ -112,7 +112,7 @@ class ChangeRouter:
             for child_resource, child in self._children.get(uid, ()):
                 self.jobs[child_resource].add(child)
             for workload in self._cache.workloads_owned_by(uid):
-                self.workloads.add(key_of(workload))
+                self.workloads.add(view_key(workload))
 
     def _workload_changed(self, change: Change) -> None:
         key = change.key
@@ -151,7 +151,7 @@ class ChangeRouter:
                 self.groups.add(ObjectKey(change.key.namespace, group))
             uid = view.metadata.get("uid")
             for workload in self._cache.workloads_owned_by(str(uid)) if uid else ():
-                self.workloads.add(key_of(workload))
+                self.workloads.add(view_key(workload))
 
     # -- indexes ------------------------------------------------------------------------------------------
 

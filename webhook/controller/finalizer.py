@@ -7,10 +7,8 @@ a concurrent change is a conflict, never a lost finalizer of someone else's. Mus
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
+from webhook.api.views import ObjectView, entries
 from webhook.controller.cache import ClusterCache
 from webhook.kube import errors
 from webhook.kube.client import Kube
@@ -18,14 +16,14 @@ from webhook.kube.objects import ObjectKey
 from webhook.kube.resources import Resource
 
 
-async def release_in_use(kube: Kube, cache: ClusterCache, resource: Resource, obj: Mapping[str, Any]) -> bool:
+async def release_in_use(kube: Kube, cache: ClusterCache, resource: Resource, obj: ObjectView) -> bool:
     """Removes the finalizer (if present); returns True when the object is gone (it was being deleted)."""
-    meta = obj.get("metadata") or {}
+    meta = obj.metadata
     key = ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
-    finalizers = list(meta.get("finalizers") or [])
+    finalizers = list(entries(meta, "finalizers"))
     if RESOURCE_IN_USE_FINALIZER not in finalizers:
         return False
-    body = dict(obj) | {
+    body = dict(obj.raw) | {
         "metadata": dict(meta) | {"finalizers": [f for f in finalizers if f != RESOURCE_IN_USE_FINALIZER]}
     }
     try:
@@ -33,7 +31,7 @@ async def release_in_use(kube: Kube, cache: ClusterCache, resource: Resource, ob
     except errors.NotFound:
         cache.forget(resource, key)
         return True
-    if meta.get("deletionTimestamp") and not (result.get("metadata") or {}).get("finalizers"):
+    if meta.get("deletionTimestamp") and not entries(ObjectView.of(result).metadata, "finalizers"):
         cache.forget(resource, key)
         return True
     cache.observe(resource, result)

@@ -73,6 +73,7 @@ class JobSync:
     ) -> None:
         self._adapter = adapter
         self.resource = resource_of(adapter)
+        self.view = adapter.view  # what ``sync`` takes a job as: the cache's view of it (``ClusterCache.view``)
         self._frameworks = frameworks | {adapter.framework}
         self._kube = kube
         self._cache = cache
@@ -83,12 +84,11 @@ class JobSync:
         # the answer changes only when one of the three does.
         self._mismatch: dict[tuple[object, ...], str | None] = {}
 
-    async def sync(self, obj: Object, now: datetime.datetime) -> None:
-        """One job as the cache holds it; from here on it is read through its view (made once per version)."""
-        job = self._cache.view(self.resource, obj, self._adapter.view)
+    async def sync(self, job: ObjectView, now: datetime.datetime) -> None:
+        """One job, as the cache's view of it (a ``view``)."""
         if job.metadata.get("deletionTimestamp"):
             # Deleted in the foreground, the Job waits for its Workload, which must not wait for the Job.
-            deleting = self._machine.workload(job.namespace, self._workload_name(job))
+            deleting = self._cache.workload(job.namespace, self._workload_name(job))
             if deleting is not None and deleting.metadata.get("deletionTimestamp"):
                 await self._drop_finalizer(deleting)
             return
@@ -121,7 +121,7 @@ class JobSync:
     ) -> WorkloadRecord | None:
         """1. The one Workload this Job goes on with, owned by it; None when there is nothing more to do now (it was
         just created, or is being deleted and holds its quota until the Job has stopped)."""
-        workload = self._machine.workload(job.namespace, self._workload_name(job))
+        workload = self._cache.workload(job.namespace, self._workload_name(job))
         if suspendable.prebuilt_workload_name(job) is not None:
             workload = await self._prebuilt(job, workload, defaults, now)
             if workload is None:
@@ -214,7 +214,7 @@ class JobSync:
     async def _delete_stale(self, workload: WorkloadRecord) -> None:
         with contextlib.suppress(errors.NotFound, errors.Conflict):
             # Its job is gone (another of the same name exists): nothing of it runs that the quota would cover.
-            if await release_in_use(self._kube, self._cache, WORKLOAD, workload.raw):
+            if await release_in_use(self._kube, self._cache, WORKLOAD, workload):
                 return
             await self._kube.delete(
                 WORKLOAD, workload.name, namespace=workload.namespace, uid=workload.metadata.get("uid")
@@ -232,7 +232,7 @@ class JobSync:
         queue = None
         default = self._cache.local_queue(job.namespace, DEFAULT_LOCAL_QUEUE)
         if default is not None and str(job.metadata.get("creationTimestamp", "")) >= str(
-            (default.get("metadata") or {}).get("creationTimestamp", "")
+            default.metadata.get("creationTimestamp", "")
         ):
             queue = DEFAULT_LOCAL_QUEUE
         elif self._manage_without_queue_name:
@@ -289,7 +289,7 @@ class JobSync:
             await self._stop(job, workload, f"No matching Workload: {why}", now)
 
     async def _drop_finalizer(self, workload: WorkloadRecord) -> None:
-        await release_in_use(self._kube, self._cache, WORKLOAD, workload.raw)
+        await release_in_use(self._kube, self._cache, WORKLOAD, workload)
 
     async def _replace_workload(self, body: Object) -> WorkloadRecord:
         result = await self._kube.replace(WORKLOAD, body)

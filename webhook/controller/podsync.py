@@ -88,31 +88,31 @@ class PodGroupSync:
         """The kinds whose live objects size their pods' groups (watched, read only), by resource."""
         return {resource: adapter for adapter, resource in self._owners.values()}
 
-    def scaled_to_zero(self) -> list[Object]:
+    def scaled_to_zero(self) -> list[ObjectView]:
         """The owners scaled to zero whose group has no pod left but whose Workload they keep (step 4's keeper)."""
-        found: list[Object] = []
+        found: list[ObjectView] = []
         for adapter, resource in self._owners.values():
-            for obj in self._cache.items(resource):
-                owner = self._cache.view(resource, obj, adapter.view)
+            for owner in self._cache.views(resource, adapter.view):
                 namespace = owner.namespace
                 group = adapter.pod_group(owner, namespace)
                 if not group or adapter.group_size(owner) != 0 or self._cache.pod_group(namespace, group):
                     continue
-                workload = self._machine.workload(namespace, group)
+                workload = self._cache.workload(namespace, group)
                 uid = owner.metadata.get("uid")
                 if workload is not None and any(o.get("uid") == uid for o in workload.owner_references):
-                    found.append(obj)
+                    found.append(owner)
         return found
 
-    async def let_go(self, owner: Object) -> None:
+    async def let_go(self, owner: ObjectView) -> None:
         """Scaled to zero before its pods came back: nothing of the group runs or waits, so the Workload it kept goes
         (it would otherwise be admitted and hold quota for pods that will not come)."""
-        for workload in self._cache.workloads_owned_by(str((owner.get("metadata") or {}).get("uid") or "")):
-            meta = workload["metadata"]
+        for workload in self._cache.workloads_owned_by(str(owner.metadata.get("uid") or "")):
             with contextlib.suppress(errors.NotFound, errors.Conflict):
-                await self._kube.delete(WORKLOAD, meta["name"], namespace=meta["namespace"], uid=meta.get("uid"))
-            self._cache.forget(WORKLOAD, ObjectKey(meta["namespace"], meta["name"]))
-            log.info("deleted the Workload of a pod group scaled to zero", extra=object_fields(workload))
+                await self._kube.delete(
+                    WORKLOAD, workload.name, namespace=workload.namespace, uid=workload.metadata.get("uid")
+                )
+            self._cache.forget(WORKLOAD, ObjectKey(workload.namespace, workload.name))
+            log.info("deleted the Workload of a pod group scaled to zero", extra=object_fields(workload.raw))
 
     def _owner(self, pods: Sequence[Pod]) -> _Owner | None:
         """The live object sizing this group: the controller all its pods share, if its kind sizes groups and it
@@ -125,27 +125,24 @@ class PodGroupSync:
             return None
         adapter, resource = entry
         namespace = pods[0].namespace
-        obj = self._cache.get(resource, ObjectKey(namespace, str(ref.get("name", ""))))
-        if obj is None:
+        owner = self._cache.viewed(resource, ObjectKey(namespace, str(ref.get("name", ""))), adapter.view)
+        if owner is None:
             return None
-        owner = self._cache.view(resource, obj, adapter.view)
         if owner.metadata.get("uid") != ref.get("uid") or adapter.pod_group(owner, namespace) != pod_group.group_of(
             pods[0]
         ):
             return None
         return _Owner(adapter, owner)
 
-    def groups(self) -> list[list[Object]]:
-        by_workload: dict[tuple[str, str], list[Object]] = {}
+    def groups(self) -> list[list[Pod]]:
+        by_workload: dict[tuple[str, str], list[Pod]] = {}
         for pod in self._cache.pods():
-            view = self._cache.view(POD, pod, Pod)
-            by_workload.setdefault((view.namespace, pod_group.workload_name([view])), []).append(pod)
+            by_workload.setdefault((pod.namespace, pod_group.workload_name([pod])), []).append(pod)
         return list(by_workload.values())
 
-    async def sync(self, objects: Sequence[Object], now: datetime.datetime) -> None:
-        """One group's pods as the cache holds them; from here on read through their views (made once per version)."""
-        group = [self._cache.view(POD, pod, Pod) for pod in objects]
-        workload = self._machine.workload(group[0].namespace, pod_group.workload_name(group))
+    async def sync(self, group: Sequence[Pod], now: datetime.datetime) -> None:
+        """One group's pods, as the cache's views."""
+        workload = self._cache.workload(group[0].namespace, pod_group.workload_name(group))
         # Deleted pods are no longer the group's, but one still running holds its node: the quota stays.
         pods = [p for p in group if not pod_group.is_leaving(p)]
         leaving = any(pod_group.still_running(p, now) for p in group)
@@ -172,7 +169,7 @@ class PodGroupSync:
 
         # 2-4: the state machine every kind shares; gating is how pods are suspended.
         await self._machine.take_step(workload, _Gated(self, pods, leaving=leaving), now)
-        if owner is not None and (latest := self._machine.workload(workload.namespace, workload.name)):
+        if owner is not None and (latest := self._cache.workload(workload.namespace, workload.name)):
             # Its quota just went back (evicted as resized, say): the new size now, before the scheduler's turn
             # in this same pass could admit it again at the old one.
             await self._follow(latest, owner, now)

@@ -11,31 +11,26 @@ Must not: decide admission; it only removes a finalizer whose reason is gone.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
+from webhook.api.views import ObjectView, entries
 from webhook.controller.cache import ClusterCache
 from webhook.controller.finalizer import release_in_use
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object
 from webhook.kube.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, Resource
 from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
 
 
-def _terminating(obj: Mapping[str, Any]) -> bool:
-    meta = obj.get("metadata") or {}
-    return bool(meta.get("deletionTimestamp")) and RESOURCE_IN_USE_FINALIZER in (meta.get("finalizers") or [])
+def _terminating(obj: ObjectView) -> bool:
+    return bool(obj.metadata.get("deletionTimestamp")) and RESOURCE_IN_USE_FINALIZER in entries(
+        obj.metadata, "finalizers"
+    )
 
 
-def flavors_of(cq: Mapping[str, Any]) -> set[str]:
-    return {
-        str(f.get("name"))
-        for group in (cq.get("spec") or {}).get("resourceGroups") or []
-        for f in group.get("flavors") or []
-    }
+def flavors_of(cq: ObjectView) -> set[str]:
+    return {str(f.get("name")) for group in entries(cq.spec, "resourceGroups") for f in entries(group, "flavors")}
 
 
 class QueueFinalizers:
@@ -50,16 +45,16 @@ class QueueFinalizers:
             held = (self._cache.typed_workload(w).status for w in self._cache.workloads())
             in_use = {s.admission.cluster_queue for s in held if s.holds_quota and s.admission is not None}
             for cq in cqs:
-                if _terminating(cq) and cq["metadata"]["name"] not in in_use:
+                if _terminating(cq) and cq.name not in in_use:
                     await self._release(CLUSTER_QUEUE, cq)
         # 2. ResourceFlavors no ClusterQueue lists.
         flavors = [f for f in self._cache.resource_flavors() if _terminating(f)]
         if flavors:
             used = set().union(*(flavors_of(cq) for cq in self._cache.cluster_queues()))
             for flavor in flavors:
-                if flavor["metadata"]["name"] not in used:
+                if flavor.name not in used:
                     await self._release(RESOURCE_FLAVOR, flavor)
 
-    async def _release(self, resource: Resource, obj: Object) -> None:
+    async def _release(self, resource: Resource, obj: ObjectView) -> None:
         if await release_in_use(self._kube, self._cache, resource, obj):
-            log.info("no longer in use: finalizer removed, deletion proceeds", extra=object_fields(obj))
+            log.info("no longer in use: finalizer removed, deletion proceeds", extra=object_fields(obj.raw))

@@ -263,11 +263,11 @@ class QueueStatusWriter:
         if obj is None:
             return  # a cohort named only by ClusterQueues has no object to carry a status
         fields = {"fairSharing": {"weightedShare": share}}
-        current = obj.get("status") or {}
+        current = obj.status
         if all(current.get(k) == v for k, v in fields.items()):
             return
         try:
-            written = await self._kube.replace_status(COHORT, dict(obj) | {"status": dict(current) | fields})
+            written = await self._kube.replace_status(COHORT, dict(obj.raw) | {"status": dict(current) | fields})
         except errors.KubeError as exc:
             log.info("cohort status not written: %s", exc)
             return
@@ -303,7 +303,7 @@ class QueueStatusWriter:
         obj = self._cache.cluster_queue(name) if namespace is None else self._cache.local_queue(namespace, name)
         if obj is None:
             return
-        current = obj.get("status") or {}
+        current = obj.status
         same_fields = all(current.get(k) == v for k, v in fields.items())
         active, reason, message = state.active, state.reason, state.message
         same_active = conditions.same(
@@ -323,7 +323,7 @@ class QueueStatusWriter:
             current.get("conditions"), kind="Active", status=active, reason=reason, message=message, now=now
         )
         try:
-            written = await self._kube.replace_status(resource, dict(obj) | {"status": status})
+            written = await self._kube.replace_status(resource, dict(obj.raw) | {"status": status})
         except errors.KubeError as exc:
             log.info("queue status not written: %s", exc)
             return

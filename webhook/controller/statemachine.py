@@ -114,27 +114,20 @@ class StateMachine:
 
     async def _release(self, workload: WorkloadRecord, job: Mechanism, now: datetime.datetime) -> None:
         admission = section(workload.status, "admission")
-        flavors = {(f.get("metadata") or {}).get("name", ""): f for f in self._cache.resource_flavors()}
+        flavors = {f.name: f.raw for f in self._cache.resource_flavors()}
         try:
             await job.release(workload, podset_infos(admission, flavors), now)
         except PodSetMergeError as exc:
             await self.write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
             await self.tell(job.subjects, type="Warning", reason="FailedToStart", message=str(exc), now=now)
 
-    def workload(self, namespace: str, name: str) -> WorkloadRecord | None:
-        """The cached Workload of that name, as the steps read it (its view, made once per version)."""
-        obj = self._cache.workload(namespace, name)
-        return None if obj is None else self._cache.view(WORKLOAD, obj, WorkloadRecord)
-
     # -- the writes every kind shares ---------------------------------------------------------------------------
 
     def priority(self, obj: ObjectView, *, template_spec: Mapping[str, Any]) -> Priority:
         return resolve(
             obj,
-            workload_priority_classes={
-                (w.get("metadata") or {}).get("name", ""): w for w in self._cache.workload_priority_classes()
-            },
-            priority_classes=self._cache.priority_classes(),
+            workload_priority_classes={w.name: w.raw for w in self._cache.workload_priority_classes()},
+            priority_classes=[p.raw for p in self._cache.priority_classes()],
             template_spec=template_spec,
         )
 

@@ -9,6 +9,8 @@ For each Workload, in order:
    LocalQueue is stopped with ``HoldAndDrain``;
 3. an evicted bare Workload (no Job to stop) gives its quota back at once.
 Returns the next moment something time-based is due, so the loop can sleep until then.
+The Workload comes as the cache's view (``WorkloadRecord``, made once per stored version); its decisions read the
+typed Workload (``ClusterCache.typed_workload``, decoded once per version), its writes copy the record whole.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import datetime
 import logging
 from collections.abc import Iterable
 
-from webhook.api import conditions, model
+from webhook.api import model
 from webhook.api.configuration import WaitForPodsReady
-from webhook.api.constants import COND_REQUEUED, RESOURCE_IN_USE_FINALIZER
-from webhook.api.views import WorkloadRecord
+from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import release_in_use
@@ -31,7 +33,7 @@ from webhook.jobs import registry
 from webhook.jobs import workload as wl_life
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, ObjectKey, key_of
+from webhook.kube.objects import Object, ObjectKey
 from webhook.kube.resources import WORKLOAD, Resource
 from webhook.logs import object_fields
 
@@ -54,7 +56,7 @@ class WorkloadSync:
         self._events = events
         self._pods_ready = wait_for_pods_ready if wait_for_pods_ready and wait_for_pods_ready.enable else None
 
-    async def sync(self, workload: Object, now: datetime.datetime) -> datetime.datetime | None:
+    async def sync(self, workload: WorkloadRecord, now: datetime.datetime) -> datetime.datetime | None:
         typed = self._cache.typed_workload(workload)
         meta = typed.metadata
         owner, owner_resource = self._job_owner(typed)
@@ -73,7 +75,7 @@ class WorkloadSync:
             with contextlib.suppress(errors.NotFound, errors.Conflict):
                 await self._drop_finalizer(workload)
                 await self._kube.delete(WORKLOAD, meta.name, namespace=meta.namespace, uid=meta.uid or None)
-                self._cache.forget(WORKLOAD, key_of(workload))
+                self._cache.forget(WORKLOAD, ObjectKey(meta.namespace, meta.name))
             return None
 
         # 2. Evictions other than preemption, as the core decides them.
@@ -99,38 +101,23 @@ class WorkloadSync:
         )
         bare = owner is None and not owned_by_pods
         if bare and typed.status.evicted and typed.status.holds_quota:
-            await self._write_status(wl_life.released(self._record(workload), now=now))
+            await self._write_status(wl_life.released(workload, now=now))
         # A reactivated Workload is requeued.
         if evictions.reactivated(typed):
-            status = dict(workload.get("status") or {})
-            status["conditions"] = conditions.set_condition(
-                status.get("conditions"),
-                kind=COND_REQUEUED,
-                status=True,
-                reason="Reactivated",
-                message="The workload was reactivated",
-                now=now,
-            )
-            await self._write_status(dict(workload) | {"status": status})
+            await self._write_status(wl_life.reactivated(workload, now=now))
         return None
 
-    async def _apply(self, workload: Object, eviction: evictions.Eviction, now: datetime.datetime) -> None:
+    async def _apply(self, workload: WorkloadRecord, eviction: evictions.Eviction, now: datetime.datetime) -> None:
         if eviction.deactivate:
             workload = await self._deactivate(workload)
         if eviction.requeue_at is not None:  # a pods-ready timeout, requeued with backoff
-            body = wl_life.timed_out(
-                self._record(workload), message=eviction.message, requeue_at=eviction.requeue_at, now=now
-            )
+            body = wl_life.timed_out(workload, message=eviction.message, requeue_at=eviction.requeue_at, now=now)
             await self._write_status(body)
-            await self._events.record(workload, type="Normal", reason="Evicted", message=eviction.message, now=now)
+            await self._events.record(workload.raw, type="Normal", reason="Evicted", message=eviction.message, now=now)
             return
         await self._evict(workload, eviction.reason, eviction.message, now)
 
     # -- helpers --------------------------------------------------------------------------------------------
-
-    def _record(self, workload: Object) -> WorkloadRecord:
-        """The Workload as its lifecycle writes read it: the whole object (``typed`` leaves templates out)."""
-        return self._cache.view(WORKLOAD, workload, WorkloadRecord)
 
     def _job_owner(self, workload: model.Workload) -> tuple[model.OwnerReference | None, Resource | None]:
         """The controller owner of an enabled kind suspended as a whole, and its resource; (None, None) else."""
@@ -152,30 +139,31 @@ class WorkloadSync:
             job = await self._kube.get(resource, owner.name, namespace=namespace)
         except errors.NotFound:
             return True
-        return bool((job.get("metadata") or {}).get("uid") != owner.uid)
+        return ObjectView.of(job).metadata.get("uid") != owner.uid
 
-    def _admitted_queue(self, workload: model.Workload) -> Object | None:
+    def _admitted_queue(self, workload: model.Workload) -> ObjectView | None:
         admission = workload.status.admission
         return self._cache.cluster_queue(admission.cluster_queue if admission is not None else "")
 
     @staticmethod
-    def _stop_policy(queue: Object | None) -> str | None:
-        return None if queue is None else (queue.get("spec") or {}).get("stopPolicy")
+    def _stop_policy(queue: ObjectView | None) -> str | None:
+        return None if queue is None else queue.spec.get("stopPolicy")
 
-    async def _deactivate(self, workload: Object) -> Object:
-        meta = workload["metadata"]
+    async def _deactivate(self, workload: WorkloadRecord) -> WorkloadRecord:
         result = await self._kube.patch(
-            WORKLOAD, meta["name"], {"spec": {"active": False}}, namespace=meta["namespace"]
+            WORKLOAD, workload.name, {"spec": {"active": False}}, namespace=workload.namespace
         )
         self._cache.observe(WORKLOAD, result)
-        return result
+        return WorkloadRecord.of(result)
 
-    async def _evict(self, workload: Object, reason: str, message: str, now: datetime.datetime) -> None:
-        await self._write_status(wl_life.evicted(self._record(workload), reason=reason, message=message, now=now))
-        await self._events.record(workload, type="Normal", reason="Evicted", message=f"{reason}: {message}", now=now)
-        log.info("evicted %s", reason, extra=object_fields(workload))
+    async def _evict(self, workload: WorkloadRecord, reason: str, message: str, now: datetime.datetime) -> None:
+        await self._write_status(wl_life.evicted(workload, reason=reason, message=message, now=now))
+        await self._events.record(
+            workload.raw, type="Normal", reason="Evicted", message=f"{reason}: {message}", now=now
+        )
+        log.info("evicted %s", reason, extra=object_fields(workload.raw))
 
-    async def _drop_finalizer(self, workload: Object) -> None:
+    async def _drop_finalizer(self, workload: WorkloadRecord) -> None:
         await release_in_use(self._kube, self._cache, WORKLOAD, workload)
 
     async def _write_status(self, workload: Object) -> None:

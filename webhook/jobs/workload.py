@@ -130,6 +130,15 @@ def released(workload: WorkloadRecord, *, now: datetime.datetime) -> JSON:
     return _with_status(workload, status)
 
 
+def reactivated(workload: WorkloadRecord, *, now: datetime.datetime) -> JSON:
+    """Requeued because ``spec.active`` went back to true (Kueue's reason ``Reactivated``)."""
+    status = _status(workload)
+    status["conditions"] = _set(
+        _conds(workload), now, COND_REQUEUED, True, "Reactivated", "The workload was reactivated"
+    )
+    return _with_status(workload, status)
+
+
 def pods_ready(workload: WorkloadRecord, *, ready: bool, now: datetime.datetime) -> JSON | None:
     """PodsReady as observed on the job; None when the Workload already says so."""
     reason, message = (

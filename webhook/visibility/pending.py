@@ -19,7 +19,7 @@ from typing import Any
 from webhook.controller.cache import ClusterCache
 from webhook.core.scheduler import schedule
 from webhook.core.snapshotparse import SnapshotParser
-from webhook.kube.resources import NAMESPACE
+from webhook.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RESOURCE_FLAVOR, WORKLOAD
 from webhook.visibility.summary import PendingQueues
 
 
@@ -55,12 +55,13 @@ class PendingIndex:
     async def _compute(self) -> Queues:
         cache = self._cache
         generation = cache.generation
-        # Lists of references, taken on the loop: the worker never iterates a dict the loop may change.
+        # Lists of references to the stored objects, taken on the loop: the worker never iterates a dict the loop
+        # may change, and decodes them itself (into the scheduler's types, as the snapshot parser does).
         inputs: dict[str, Any] = {
-            "cluster_queues": cache.cluster_queues(),
-            "flavors": cache.resource_flavors(),
-            "local_queues": cache.local_queues(),
-            "workloads": cache.workloads(),
+            "cluster_queues": list(cache.items(CLUSTER_QUEUE)),
+            "flavors": list(cache.items(RESOURCE_FLAVOR)),
+            "local_queues": list(cache.items(LOCAL_QUEUE)),
+            "workloads": list(cache.items(WORKLOAD)),
             "namespaces": self._namespaces(),
         }
         return await asyncio.to_thread(self._pass, inputs, generation)

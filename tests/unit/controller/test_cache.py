@@ -4,6 +4,7 @@ from typing import Any
 import pytest
 
 from webhook.admission.view import ClusterView
+from webhook.api.views import WorkloadRecord
 from webhook.controller.cache import ClusterCache
 from webhook.kube import resources as r
 from webhook.kube.objects import Object, ObjectKey
@@ -63,10 +64,10 @@ def test_stale_watch_events_do_not_roll_the_cache_back() -> None:
     cache = synced_cache()
     assert cache.observe(r.WORKLOAD, workload(version=7, admission={"clusterQueue": "cq"}))
     cache.apply(r.WORKLOAD, "MODIFIED", workload(version=6))
-    assert cache.workload("ns", "wl")["status"]["admission"] == {"clusterQueue": "cq"}  # type: ignore[index]
+    assert cache.get(r.WORKLOAD, ObjectKey("ns", "wl"))["status"]["admission"] == {"clusterQueue": "cq"}  # type: ignore[index]
     assert not cache.observe(r.WORKLOAD, workload(version=7)), "same version: nothing new"
     cache.apply(r.WORKLOAD, "MODIFIED", workload(version=8))
-    assert cache.workload("ns", "wl")["status"] == {}  # type: ignore[index]
+    assert cache.get(r.WORKLOAD, ObjectKey("ns", "wl"))["status"] == {}  # type: ignore[index]
     cache.apply(r.WORKLOAD, "DELETED", workload(version=9))
     assert cache.workload("ns", "wl") is None
 
@@ -75,13 +76,13 @@ def test_workloads_are_indexed_by_owner_uid() -> None:
     cache = synced_cache()
     cache.apply(r.WORKLOAD, "ADDED", workload("w1", owner="uid-1"))
     cache.apply(r.WORKLOAD, "ADDED", workload("w2", owner="uid-2"))
-    assert [w["metadata"]["name"] for w in cache.workloads_owned_by("uid-1")] == ["w1"]
+    assert [w.name for w in cache.workloads_owned_by("uid-1")] == ["w1"]
     # Re-owned, then deleted: the index follows.
     cache.apply(r.WORKLOAD, "MODIFIED", workload("w1", owner="uid-2", version=2))
     assert cache.workloads_owned_by("uid-1") == []
     assert len(cache.workloads_owned_by("uid-2")) == 2
     cache.apply(r.WORKLOAD, "DELETED", workload("w2", owner="uid-2", version=3))
-    assert [w["metadata"]["name"] for w in cache.workloads_owned_by("uid-2")] == ["w1"]
+    assert [w.name for w in cache.workloads_owned_by("uid-2")] == ["w1"]
 
 
 def test_view_answers_from_cached_objects() -> None:
@@ -176,7 +177,7 @@ def test_a_quiet_observation_is_stored_but_wakes_no_pass_and_is_not_journaled() 
     assert journal.take() == {r.WORKLOAD: {ObjectKey("ns", "wl")}}
     wakes, generation = cache.wakes, cache.generation
     assert cache.observe(r.WORKLOAD, workload(version=2), quiet=True)
-    assert cache.workload("ns", "wl")["metadata"]["resourceVersion"] == "2"
+    assert cache.get(r.WORKLOAD, ObjectKey("ns", "wl"))["metadata"]["resourceVersion"] == "2"
     assert cache.generation == generation + 1  # readers of the whole cache (visibility, dashboard) see it
     assert cache.wakes == wakes
     assert journal.take() == {}
@@ -210,7 +211,7 @@ def test_objects_are_kept_without_managed_fields_whichever_way_they_come_in() ->
     cache.apply(r.WORKLOAD, "ADDED", watched)
     assert cache.observe(r.WORKLOAD, written)
     for name, original in (("a", listed), ("b", watched), ("c", written)):
-        kept = cache.workload("ns", name)
+        kept = cache.get(r.WORKLOAD, ObjectKey("ns", name))
         assert kept is not None
         assert "managedFields" not in kept["metadata"]
         assert kept == {**original, "metadata": {k: v for k, v in original["metadata"].items() if k != "managedFields"}}
@@ -237,6 +238,7 @@ def test_a_workload_is_decoded_once_per_version_stored(monkeypatch: pytest.Monke
     assert typed.metadata.name == "wl"
     assert cache.typed_workload(first) is typed
     assert cache.typed_workload(cache.workload("ns", "wl")) is typed  # type: ignore[arg-type]
+    assert cache.workload("ns", "wl") is first, "the stored version's view is made once too"
     assert decoded == ["1"]
 
     cache.apply(r.WORKLOAD, "MODIFIED", workload(version=2))
@@ -247,12 +249,12 @@ def test_a_workload_is_decoded_once_per_version_stored(monkeypatch: pytest.Monke
     cache.typed_workload(second)
     assert decoded == ["1", "2", "1"]
 
-    stray = workload(version=3)
+    stray = WorkloadRecord.of(workload(version=3))
     cache.typed_workload(stray)
     cache.typed_workload(stray)
     assert decoded == ["1", "2", "1", "3", "3"], "a dict the cache does not hold is never remembered"
 
-    cache.apply(r.WORKLOAD, "DELETED", second)
+    cache.apply(r.WORKLOAD, "DELETED", second.raw)
     assert cache.typed_workload(second) is not None
     assert decoded[-1] == "2", "a deleted Workload's typed value is forgotten with it"
 
@@ -264,7 +266,7 @@ def test_equal_values_of_objects_stored_through_any_feed_are_one_object() -> Non
     cache.replace(r.WORKLOAD, [listed])
     cache.apply(r.WORKLOAD, "ADDED", watched)
     assert cache.observe(r.WORKLOAD, written)
-    kept = [k for n in ("a", "b", "c") if (k := cache.workload("ns", n)) is not None]
+    kept = [k for n in ("a", "b", "c") if (k := cache.get(r.WORKLOAD, ObjectKey("ns", n))) is not None]
     assert [k["spec"] for k in kept] == [spec, spec, spec]
     assert kept[0]["spec"] is kept[1]["spec"] is kept[2]["spec"]
     assert cache.stored_form(listed)["spec"] is kept[0]["spec"], "a list's pages may be taken in their stored form"
@@ -276,9 +278,9 @@ def test_a_stored_form_is_taken_in_as_it_is_and_anything_else_is_copied() -> Non
     formed = cache.stored_form(obj("a", namespace="ns", meta=managed))
     raw = obj("b", namespace="ns", meta=managed)
     cache.replace(r.WORKLOAD, [formed, raw])
-    assert cache.workload("ns", "a") is formed, "not copied a second time"
+    assert cache.get(r.WORKLOAD, ObjectKey("ns", "a")) is formed, "not copied a second time"
     assert "managedFields" not in formed["metadata"]
-    kept = cache.workload("ns", "b")
+    kept = cache.get(r.WORKLOAD, ObjectKey("ns", "b"))
     assert kept is not raw
     assert kept is not None
     assert "managedFields" not in kept["metadata"]
@@ -289,6 +291,6 @@ def test_a_stored_form_a_replace_did_not_take_is_copied_when_it_comes_later() ->
     formed = cache.stored_form(workload("a"))
     cache.replace(r.WORKLOAD, [])
     cache.replace(r.WORKLOAD, [formed])
-    kept = cache.workload("ns", "a")
+    kept = cache.get(r.WORKLOAD, ObjectKey("ns", "a"))
     assert kept == formed
     assert kept is not formed, "forms are forgotten by the replace after them"

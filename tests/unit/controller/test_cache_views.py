@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from webhook.api.views import BatchJob, ObjectView, WorkloadRecord
-from webhook.controller.cache import ClusterCache
+from webhook.controller.cache import ClusterCache, view_key
 from webhook.controller.informer import ChangeType
 from webhook.kube import resources as r
-from webhook.kube.objects import Object
+from webhook.kube.objects import Object, ObjectKey
 
 
 def job(version: str, *, suspend: bool = True) -> Object:
@@ -69,3 +69,30 @@ def test_a_deleted_object_is_no_longer_remembered() -> None:
     view = cache.view(r.JOB, stored, BatchJob)
     cache.apply(r.JOB, "DELETED", stored)
     assert cache.view(r.JOB, stored, BatchJob) is not view
+
+
+def test_the_typed_reads_hand_out_the_view_made_once_per_stored_version() -> None:
+    cache = ClusterCache([r.JOB, r.WORKLOAD, r.CLUSTER_QUEUE])
+    stored = put(cache, "ADDED", job("1"))
+    viewed = cache.viewed(r.JOB, ObjectKey("ns", "j"), BatchJob)
+    assert viewed is not None
+    assert viewed is cache.view(r.JOB, stored, BatchJob)
+    assert cache.views(r.JOB, BatchJob) == [viewed]
+    assert cache.views(r.JOB, BatchJob, namespace="other") == []
+    assert cache.viewed(r.JOB, ObjectKey("ns", "gone"), BatchJob) is None
+
+    cache.apply(r.WORKLOAD, "ADDED", {"metadata": {"name": "w", "namespace": "ns", "resourceVersion": "1"}})
+    workload = cache.workload("ns", "w")
+    assert isinstance(workload, WorkloadRecord)
+    assert cache.workloads() == [workload]
+    assert cache.workloads()[0] is workload
+    assert cache.workload("ns", "missing") is None
+
+
+def test_a_view_keys_its_object_where_the_cache_stores_it() -> None:
+    cache = ClusterCache([r.CLUSTER_QUEUE])
+    cache.apply(r.CLUSTER_QUEUE, "ADDED", {"metadata": {"name": "cq", "resourceVersion": "1"}})
+    (queue,) = cache.cluster_queues()
+    assert view_key(queue) == ObjectKey("", "cq")
+    assert cache.cluster_queue("cq") is queue
+    assert view_key(BatchJob.of(job("1"))) == ObjectKey("ns", "j")

@@ -101,13 +101,13 @@ def test_a_pod_marks_its_group_and_the_group_sees_its_workload_change() -> None:
     cache.apply(r.POD, "ADDED", pod("p-0", group="trio"))
     cache.apply(r.POD, "ADDED", pod("p-1", group="trio"))
     assert drain(router)[1] == {ObjectKey(NS, "trio")}
-    assert [p["metadata"]["name"] for p in router.group_pods(ObjectKey(NS, "trio"))] == ["p-0", "p-1"]
+    assert [p.name for p in router.group_pods(ObjectKey(NS, "trio"))] == ["p-0", "p-1"]
 
     cache.apply(r.WORKLOAD, "ADDED", workload("trio"))
     assert drain(router)[1] == {ObjectKey(NS, "trio")}
     cache.apply(r.POD, "DELETED", pod("p-0", group="trio"))
     assert drain(router)[1] == {ObjectKey(NS, "trio")}
-    assert [p["metadata"]["name"] for p in router.group_pods(ObjectKey(NS, "trio"))] == ["p-1"]
+    assert [p.name for p in router.group_pods(ObjectKey(NS, "trio"))] == ["p-1"]
 
 
 def test_a_queue_change_marks_everything_and_a_quiet_one_nothing() -> None:

@@ -40,19 +40,19 @@ async def test_an_evicted_job_is_restored_only_after_its_pods_are_gone_and_then_
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
 
     # 1. Suspended and marked as stopping; the template keeps the flavor while the pods are still active.
-    await sync.sync(running, NOW)
+    await sync.sync(sync.view.of(running), NOW)
     stopping = await kube.get(r.JOB, "train", namespace="team-a")
     assert stopping["spec"]["suspend"] is True
     assert batch_job.is_stopping(BatchJob.of(stopping))
     assert "startTime" not in stopping["status"]
     assert stopping["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "spot"}
-    await sync.sync(stopping, NOW)
+    await sync.sync(sync.view.of(stopping), NOW)
     assert batch_job.is_stopping(BatchJob.of(await kube.get(r.JOB, "train", namespace="team-a")))
     assert WorkloadRecord.of(await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a")).holds_quota
 
     # 2. The Job controller removes the pods: the template is restored, the quota still held.
     gone = await kube.patch_status(r.JOB, "train", {"status": {"active": 0}}, namespace="team-a")
-    await sync.sync(gone, NOW)
+    await sync.sync(sync.view.of(gone), NOW)
     restored = await kube.get(r.JOB, "train", namespace="team-a")
     assert not batch_job.is_stopping(BatchJob.of(restored))
     assert restored["spec"]["template"] == original["spec"]["template"]
@@ -60,7 +60,7 @@ async def test_an_evicted_job_is_restored_only_after_its_pods_are_gone_and_then_
 
     # 3. Only then does the Workload give its quota back.
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(restored, NOW)
+    await sync.sync(sync.view.of(restored), NOW)
     assert not WorkloadRecord.of(
         await kube.get(r.WORKLOAD, workload["metadata"]["name"], namespace="team-a")
     ).holds_quota
@@ -102,7 +102,7 @@ async def test_a_job_that_outgrew_its_admission_is_stopped_and_queued_again_hold
     name = workload["metadata"]["name"]
 
     # 1. Six pods on an admission for two: stopped, its Workload discarded but kept (finalizer) with its quota.
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     stopping = await kube.get(r.JOB, "train", namespace="team-a")
     assert stopping["spec"]["suspend"] is True
     discarded = await kube.get(r.WORKLOAD, name, namespace="team-a")
@@ -111,18 +111,18 @@ async def test_a_job_that_outgrew_its_admission_is_stopped_and_queued_again_hold
 
     # 2. While pods remain, the Workload stays.
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(stopping, NOW)
+    await sync.sync(sync.view.of(stopping), NOW)
     assert (await kube.get(r.WORKLOAD, name, namespace="team-a"))["metadata"]["finalizers"]
 
     # 3. Pods gone: restored, then the finalizer goes and a new Workload for six pods is queued.
     gone = await kube.patch_status(r.JOB, "train", {"status": {"active": 0}}, namespace="team-a")
-    await sync.sync(gone, NOW)
+    await sync.sync(sync.view.of(gone), NOW)
     restored = await kube.get(r.JOB, "train", namespace="team-a")
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(restored, NOW)
+    await sync.sync(sync.view.of(restored), NOW)
     assert kube.objects(r.WORKLOAD) == []
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(restored, NOW)
+    await sync.sync(sync.view.of(restored), NOW)
     (fresh,) = kube.objects(r.WORKLOAD)
     assert fresh["spec"]["podSets"][0]["count"] == 6
     assert not WorkloadRecord.of(fresh).holds_quota
@@ -134,7 +134,7 @@ async def test_a_job_within_its_admission_keeps_running() -> None:
     cache = build_cache()
     sync = JobSync(kube, cache, events=EventRecorder(kube))
     job, workload = await running_job(kube, cache, parallelism=1)
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     assert (await kube.get(r.JOB, "train", namespace="team-a"))["spec"]["suspend"] is False
     assert (
         "deletionTimestamp"
@@ -151,15 +151,15 @@ async def test_deleting_the_workload_of_a_running_job_stops_it_before_the_quota_
     await kube.delete(r.WORKLOAD, name, namespace="team-a")
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
 
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     stopping = await kube.get(r.JOB, "train", namespace="team-a")
     assert stopping["spec"]["suspend"] is True
     assert WorkloadRecord.of(await kube.get(r.WORKLOAD, name, namespace="team-a")).holds_quota
 
     gone = await kube.patch_status(r.JOB, "train", {"status": {"active": 0}}, namespace="team-a")
-    await sync.sync(gone, NOW)  # restores the template
+    await sync.sync(sync.view.of(gone), NOW)  # restores the template
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(await kube.get(r.JOB, "train", namespace="team-a"), NOW)
+    await sync.sync(sync.view.of(await kube.get(r.JOB, "train", namespace="team-a")), NOW)
     assert kube.objects(r.WORKLOAD) == []
 
 
@@ -176,7 +176,7 @@ async def test_limit_range_defaults_are_in_the_workload() -> None:
     bare = make_job("train")
     del bare["spec"]["template"]["spec"]["containers"][0]["resources"]
     job = await kube.create(r.JOB, bare)
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     (workload,) = kube.objects(r.WORKLOAD)
     container = workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]
     assert container["resources"] == {"limits": {"cpu": "2"}, "requests": {"cpu": "1"}}
@@ -190,14 +190,14 @@ async def test_a_changed_priority_class_label_changes_the_workload_priority() ->
         await kube.create(r.WORKLOAD_PRIORITY_CLASS, {"metadata": {"name": name}, "value": value})
     cache.replace(r.WORKLOAD_PRIORITY_CLASS, kube.objects(r.WORKLOAD_PRIORITY_CLASS))
     job = await kube.create(r.JOB, make_job("train", labels={"kueue.x-k8s.io/priority-class": "low"}))
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
     (workload,) = kube.objects(r.WORKLOAD)
     assert (workload["spec"]["priority"], workload["spec"]["priorityClassRef"]["name"]) == (10, "low")
 
     job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
     job = await kube.replace(r.JOB, job)
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     (workload,) = kube.objects(r.WORKLOAD)
     assert (workload["spec"]["priority"], workload["spec"]["priorityClassRef"]["name"]) == (1000, "high")
 
@@ -211,11 +211,11 @@ async def test_an_unlabelled_job_that_slipped_past_the_webhook_is_suspended_and_
     )
     cache.replace(r.LOCAL_QUEUE, kube.objects(r.LOCAL_QUEUE))
     job = await kube.create(r.JOB, make_job("slipped", queue=None, suspend=False))
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     adopted = await kube.get(r.JOB, "slipped", namespace="team-a")
     assert adopted["spec"]["suspend"] is True
     assert adopted["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
-    await sync.sync(adopted, NOW)
+    await sync.sync(sync.view.of(adopted), NOW)
     assert len(kube.objects(r.WORKLOAD)) == 1
 
 
@@ -230,7 +230,7 @@ async def test_an_unlabelled_job_older_than_the_default_queue_is_left_alone() ->
         "spec": {"clusterQueue": "cq"},
     }
     cache.replace(r.LOCAL_QUEUE, [lq])
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     assert (await kube.get(r.JOB, "old", namespace="team-a"))["spec"]["suspend"] is False
 
 
@@ -250,10 +250,11 @@ async def test_a_job_whose_controller_reference_names_a_jobset_that_does_not_exi
     body["metadata"]["ownerReferences"] = [fake_parent]
     job = await kube.create(r.JOB, body)
 
-    await sync.sync(job, NOW)  # first pass: its own Workload
+    await sync.sync(sync.view.of(job), NOW)  # first pass: its own Workload
     assert len(kube.objects(r.WORKLOAD)) == 1
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(await kube.get(r.JOB, "escape", namespace="team-a"), NOW)  # next: stopped, not admitted
+    escaping = await kube.get(r.JOB, "escape", namespace="team-a")
+    await sync.sync(sync.view.of(escaping), NOW)  # next: stopped, not admitted
 
     stopped = await kube.get(r.JOB, "escape", namespace="team-a")
     assert stopped["spec"]["suspend"] is True, "running without an admitted Workload: suspended"
@@ -272,7 +273,7 @@ async def test_a_job_of_an_existing_managed_jobset_is_left_to_its_parent() -> No
     ]
     job = await kube.create(r.JOB, body)
 
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
 
     assert (await kube.get(r.JOB, "child", namespace="team-a"))["spec"]["suspend"] is False
     assert kube.objects(r.WORKLOAD) == []

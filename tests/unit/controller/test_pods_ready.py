@@ -49,7 +49,7 @@ async def _sync(kube: FakeKube, sync: WorkloadSync, now: datetime) -> tuple[Obje
     cache.replace(r.JOB, kube.objects(r.JOB))
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
     (workload,) = kube.objects(r.WORKLOAD)
-    wake = await sync.sync(workload, now)
+    wake = await sync.sync(WorkloadRecord.of(workload), now)
     (after,) = kube.objects(r.WORKLOAD)
     return after, wake
 

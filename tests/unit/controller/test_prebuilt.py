@@ -39,7 +39,7 @@ async def _setup() -> tuple[FakeKube, JobSync, dict[str, Any]]:
 
 async def test_no_workload_is_created_while_the_prebuilt_one_does_not_exist() -> None:
     kube, sync, job = await _setup()
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     assert kube.objects(r.WORKLOAD) == []
 
 
@@ -47,7 +47,7 @@ async def test_the_prebuilt_workload_becomes_the_jobs_own() -> None:
     kube, sync, job = await _setup()
     await kube.create(r.WORKLOAD, prebuilt_workload(job))
     sync._cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     [workload] = kube.objects(r.WORKLOAD)
     assert workload["metadata"]["name"] == "mine"
     [owner] = workload["metadata"]["ownerReferences"]
@@ -60,7 +60,7 @@ async def test_a_prebuilt_workload_out_of_sync_with_its_job_is_finished() -> Non
     kube, sync, job = await _setup()
     await kube.create(r.WORKLOAD, prebuilt_workload(job, cpu="3"))
     sync._cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     [workload] = kube.objects(r.WORKLOAD)
     finished = conditions.find(workload["status"]["conditions"], "Finished")
     assert finished is not None
@@ -75,5 +75,5 @@ async def test_a_prebuilt_workload_another_object_controls_is_left_alone() -> No
     ]
     before = await kube.create(r.WORKLOAD, body)
     sync._cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
-    await sync.sync(job, NOW)
+    await sync.sync(sync.view.of(job), NOW)
     assert kube.objects(r.WORKLOAD) == [before]

@@ -153,10 +153,10 @@ async def test_a_full_pass_syncs_every_workload_with_a_bounded_number_of_tasks()
     tasks_seen: list[int] = []
     sync = world.reconciler.workloads.sync
 
-    async def counting(wl: Object, now: datetime) -> Any:
+    async def counting(wl: WorkloadRecord, now: datetime) -> Any:
         tasks_seen.append(len(asyncio.all_tasks()))
         await asyncio.sleep(0)  # as a sync that writes would: the others get their turn
-        synced.append(wl["metadata"]["name"])
+        synced.append(wl.name)
         return await sync(wl, now)
 
     world.reconciler.workloads.sync = counting  # type: ignore[method-assign]  # observe the calls, keep the work

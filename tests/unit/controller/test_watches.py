@@ -25,5 +25,5 @@ async def test_every_cached_kind_gets_a_named_supervised_informer() -> None:
     assert len(informers) == len(CACHE_WATCHES) == 12
     # Every Job: one that slipped past the webhook unlabelled must be seen to be queued.
     assert sorted(j["metadata"]["name"] for j in cache.jobs()) == ["plain", "queued"]
-    assert [p["metadata"]["name"] for p in cache.pods()] == ["managed"]
+    assert [p.name for p in cache.pods()] == ["managed"]
     assert cache.namespace_labels("ns") == {}

@@ -40,7 +40,7 @@ class World:
     async def run(self, now: datetime = T0) -> datetime | None:
         self.refresh()
         (workload,) = self.kube.objects(r.WORKLOAD)
-        return await self.sync.sync(workload, now)
+        return await self.sync.sync(WorkloadRecord.of(workload), now)
 
     def workloads(self) -> list[Object]:
         return self.kube.objects(r.WORKLOAD)
@@ -110,7 +110,7 @@ async def test_a_workload_whose_job_was_replaced_by_another_of_the_same_name_is_
     replacement = await world.kube.create(r.JOB, make_job("train"))
     assert replacement["metadata"]["uid"] != job["metadata"]["uid"]
     world.cache.replace(r.JOB, [])  # the job cache holds only labelled Jobs: the server is asked
-    await world.sync.sync(workload, T0)
+    await world.sync.sync(WorkloadRecord.of(workload), T0)
     assert world.workloads() == []
     assert [j["metadata"]["uid"] for j in world.kube.objects(r.JOB)] == [replacement["metadata"]["uid"]]
 
