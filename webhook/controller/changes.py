@@ -27,7 +27,7 @@ from webhook.controller.cache import Change, ClusterCache, view_key
 from webhook.controller.workqueue import WorkQueue
 from webhook.jobs import pod_group, registry, suspendable
 from webhook.jobs.adapter import JobKind, PodOwnerAdapter
-from webhook.kube.objects import Object, ObjectKey, key_of
+from webhook.kube.objects import ObjectKey
 from webhook.kube.resources import POD, WORKLOAD, Resource
 
 JobRef = tuple[Resource, ObjectKey]
@@ -55,11 +55,11 @@ class ChangeRouter:
         self._children: dict[str, set[JobRef]] = {}
         self._group_pods: dict[ObjectKey, set[ObjectKey]] = {}
         for resource in self._kinds:
-            for job in cache.items(resource):
-                self._index_job(resource, key_of(job), job, add=True)
+            for job in cache.views(resource, ObjectView):
+                self._index_job(resource, view_key(job), job, add=True)
         if pod_groups:
-            for pod in cache.items(POD):
-                self._index_pod(key_of(pod), pod, add=True)
+            for pod in cache.pods():
+                self._index_pod(view_key(pod), pod, add=True)
         cache.listen(self._on_change)
 
     def add_all(self) -> None:
@@ -97,9 +97,9 @@ class ChangeRouter:
     def _job_changed(self, change: Change, *, mark: bool) -> None:
         resource, key = change.resource, change.key
         if change.old is not None:
-            self._index_job(resource, key, change.old, add=False)
+            self._index_job(resource, key, self._cache.view(resource, change.old, ObjectView), add=False)
         if change.new is not None:
-            self._index_job(resource, key, change.new, add=True)
+            self._index_job(resource, key, self._cache.view(resource, change.new, ObjectView), add=True)
         if change.new is None:
             self.jobs[resource].forget(key)  # gone: no retry owed (the pass below finds it gone)
         if not mark:
@@ -139,7 +139,7 @@ class ChangeRouter:
         for obj, add in ((change.old, False), (change.new, True)):
             if obj is None:
                 continue
-            group = self._index_pod(change.key, obj, add=add)
+            group = self._index_pod(change.key, self._cache.view(POD, obj, Pod), add=add)
             if mark:
                 self.groups.add(group)
 
@@ -159,9 +159,8 @@ class ChangeRouter:
         """The object before and after the change (those there are), as views."""
         return [self._cache.view(change.resource, o, kind) for o in (change.old, change.new) if o is not None]
 
-    def _index_job(self, resource: Resource, key: ObjectKey, obj: Object, *, add: bool) -> None:
+    def _index_job(self, resource: Resource, key: ObjectKey, job: ObjectView, *, add: bool) -> None:
         ref = (resource, key)
-        job = self._cache.view(resource, obj, ObjectView)
         entries: list[tuple[dict[Any, set[JobRef]], Any]] = [
             (self._by_workload, ObjectKey(key.namespace, suspendable.job_workload_name(job, self._kinds[resource])))
         ]
@@ -176,8 +175,8 @@ class ChangeRouter:
                 if not index[at]:
                     del index[at]
 
-    def _index_pod(self, key: ObjectKey, pod: Object, *, add: bool) -> ObjectKey:
-        group = ObjectKey(key.namespace, pod_group.workload_name([self._cache.view(POD, pod, Pod)]))
+    def _index_pod(self, key: ObjectKey, pod: Pod, *, add: bool) -> ObjectKey:
+        group = ObjectKey(key.namespace, pod_group.workload_name([pod]))
         if add:
             self._group_pods.setdefault(group, set()).add(key)
         elif group in self._group_pods:

@@ -188,8 +188,9 @@ class JobSync:
                 adapter = registry.by_kind(group, str(owner.get("kind", "")), self._frameworks)
                 if adapter is None or adapter.managed_through_pods:
                     return False
-                parent = self._cache.get(resource_of(adapter), ObjectKey(job.namespace, str(owner.get("name", ""))))
-                return parent is not None and (parent.get("metadata") or {}).get("uid") == owner.get("uid")
+                key = ObjectKey(job.namespace, str(owner.get("name", "")))
+                parent = self._cache.viewed(resource_of(adapter), key, ObjectView)
+                return parent is not None and parent.metadata.get("uid") == owner.get("uid")
         return False
 
     def _admission_mismatch(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> str | None:
@@ -279,7 +280,7 @@ class JobSync:
         deleted = await self._kube.delete(
             WORKLOAD, workload.name, namespace=workload.namespace, uid=workload.metadata.get("uid")
         )
-        if deleted and (deleted.get("metadata") or {}).get("deletionTimestamp"):
+        if deleted and ObjectView.of(deleted).metadata.get("deletionTimestamp"):
             self._cache.observe(WORKLOAD, deleted)
         await self._events.record(
             job.raw, type="Normal", reason="Stopped", message=f"No matching Workload: {why}; queued again", now=now
@@ -362,12 +363,9 @@ class JobSync:
         # clear status.startTime now; the template is restored by a later pass (step 4), when that holds.
         stopped = await self._kube.replace(self.resource, self._adapter.suspended(job))
         self._cache.observe(self.resource, stopped)
-        if (stopped.get("status") or {}).get("startTime"):
+        if self._adapter.view.of(stopped).status.get("startTime"):
             stopped = await self._kube.patch_status(
-                self.resource,
-                stopped["metadata"]["name"],
-                {"status": {"startTime": None}},
-                namespace=stopped["metadata"]["namespace"],
+                self.resource, job.name, {"status": {"startTime": None}}, namespace=job.namespace
             )
             self._cache.observe(self.resource, stopped)
         kind = self._adapter.kind.kind

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from webhook.api.constants import QUEUE_NAME_LABEL
-from webhook.api.views import ObjectView, Pod, WorkloadRecord
+from webhook.api.views import ObjectView, Pod, WorkloadRecord, section
 from webhook.api.workload import priority_class_ref_wire
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
@@ -246,7 +246,7 @@ class PodGroupSync:
     async def _release(self, pods: Sequence[Pod], workload: WorkloadRecord, infos: Mapping[str, PodSetInfo]) -> None:
         """3. Admitted: the gated pods, up to each PodSet's count, ungated with the flavors (``PodSetMergeError``
         when a pod's node selector conflicts with them)."""
-        cq = (workload.status.get("admission") or {}).get("clusterQueue", "")
+        cq = section(workload.status, "admission").get("clusterQueue", "")
         for pod in pod_group.releasable(pods, workload):
             patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
             result = await self._kube.patch(POD, pod.name, patch, namespace=pod.namespace)
