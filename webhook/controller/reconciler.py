@@ -39,9 +39,9 @@ from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache, view_key
 from webhook.controller.changes import ChangeRouter
 from webhook.controller.events import EventRecorder
+from webhook.controller.finalizer import QueueFinalizers
 from webhook.controller.jobsync import JobSync
 from webhook.controller.podsync import PodGroupSync
-from webhook.controller.queuefinalizers import QueueFinalizers
 from webhook.controller.queuestatus import QueueStatusWriter
 from webhook.controller.telemetry import QueueMetrics
 from webhook.controller.watches import resource_of

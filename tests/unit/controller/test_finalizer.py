@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.doubles.fakekube import FakeKube
 from webhook.api.clusterqueue import parse_cluster_queue
-from webhook.controller.queuefinalizers import QueueFinalizers
+from webhook.controller.finalizer import QueueFinalizers
 from webhook.controller.watches import build_cache
 from webhook.kube import resources as r
 
