@@ -358,7 +358,7 @@ class ClusterCache:
             view = view_of(kind, memo)
         else:
             view = kind.of(obj)
-        if self._stores.get(resource, {}).get(key_of(obj)) is obj:
+        if self._stores.get(resource, {}).get(view_key(view)) is obj:
             self._views[id(obj)] = view
         return view
 

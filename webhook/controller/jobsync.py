@@ -170,7 +170,7 @@ class JobSync:
             body["status"]["conditions"] = [
                 c | {"reason": "OutOfSync"} if c.get("type") == "Finished" else c for c in body["status"]["conditions"]
             ]
-            await self._write_status(body)
+            await self._machine.write_status(body)
             await self._events.record(job.raw, type="Warning", reason="OutOfSync", message=message, now=now)
             return None
         return workload
@@ -377,9 +377,6 @@ class JobSync:
     async def _restore(self, job: ObjectView, workload: WorkloadRecord) -> None:
         restored = await self._kube.replace(self.resource, self._adapter.restored(job, workload))
         self._cache.observe(self.resource, restored)
-
-    async def _write_status(self, body: Object) -> WorkloadRecord:
-        return await self._machine.write_status(body)
 
 
 class _Suspended:

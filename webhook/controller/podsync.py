@@ -43,7 +43,7 @@ from webhook.jobs.podset import PodSetInfo
 from webhook.jobs.steps import JobState, Step, next_step
 from webhook.kube import errors
 from webhook.kube.client import Kube
-from webhook.kube.objects import Object, ObjectKey
+from webhook.kube.objects import ObjectKey
 from webhook.kube.resources import POD, WORKLOAD, Resource
 from webhook.logs import object_fields
 
@@ -148,7 +148,7 @@ class PodGroupSync:
         leaving = any(pod_group.still_running(p, now) for p in group)
         if not pods:
             if workload is not None and next_step(workload, _idle(leaving)) is Step.GIVE_BACK:
-                await self._write_status(wl_life.released(workload, now=now))
+                await self._machine.write_status(wl_life.released(workload, now=now))
             return
         done, _ = pod_group.finished(pods)
         owner = self._owner(pods)
@@ -194,7 +194,7 @@ class PodGroupSync:
             await self._events.record(pod.raw, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
         # Gone at once (never on a node): the quota now; still stopping on their nodes: once they are gone.
         if workload.evicted and workload.holds_quota and not leaving:
-            await self._write_status(wl_life.released(workload, now=now))
+            await self._machine.write_status(wl_life.released(workload, now=now))
 
     async def _sync_queue_label(self, pods: Sequence[Pod], owner: _Owner) -> bool:
         """The owner's queue goes down to its pods (its webhook changes it only while the group waits, and its
@@ -231,7 +231,9 @@ class PodGroupSync:
             return workload
         kind, name = owner.adapter.kind.kind, owner.obj.name
         message = f"{kind} {name} scaled from {count} to {owner.size} pods: queued again for the new size"
-        result = await self._write_status(wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now))
+        result = await self._machine.write_status(
+            wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now)
+        )
         await self._events.record(workload.raw, type="Normal", reason="Evicted", message=message, now=now)
         return result
 
@@ -284,9 +286,6 @@ class PodGroupSync:
         present = {p.metadata.get("uid") for p in group}
         kept = [o for o in workload.owner_references if o.get("uid") in present]
         return await self._patch_owners(workload, [*kept, *(pod_group.owner_ref(p) for p in newcomers)])
-
-    async def _write_status(self, body: Object) -> WorkloadRecord:
-        return await self._machine.write_status(body)
 
 
 class _Gated:

@@ -50,7 +50,11 @@ class WorkloadSync:
         wait_for_pods_ready: WaitForPodsReady | None = None,
         frameworks: Iterable[str] = ("batch/job", "pod"),
     ) -> None:
-        self._frameworks = frozenset(frameworks)
+        enabled = frozenset(frameworks)
+        # The enabled kinds an owner reference may name, by (group, kind): those suspended as a whole (a job whose
+        # Workload is an orphan once it is gone), with their resource, and those managed through their pods.
+        self._job_kinds = {(a.kind.group, a.kind.kind): resource_of(a) for a in registry.suspendable(enabled)}
+        self._pod_kinds = {(a.kind.group, a.kind.kind) for a in registry.enabled(enabled) if a.managed_through_pods}
         self._kube = kube
         self._cache = cache
         self._events = events
@@ -94,11 +98,7 @@ class WorkloadSync:
             return check.due
 
         # 3. A bare Workload has no job to stop: release its quota now (pod groups release theirs in PodGroupSync).
-        owned_by_pods = any(
-            (adapter := registry.by_kind(o.group, o.kind, self._frameworks)) is not None
-            and adapter.managed_through_pods
-            for o in meta.owner_references
-        )
+        owned_by_pods = any((o.group, o.kind) in self._pod_kinds for o in meta.owner_references)
         bare = owner is None and not owned_by_pods
         if bare and typed.status.evicted and typed.status.holds_quota:
             await self._write_status(wl_life.released(workload, now=now))
@@ -122,11 +122,8 @@ class WorkloadSync:
     def _job_owner(self, workload: model.Workload) -> tuple[model.OwnerReference | None, Resource | None]:
         """The controller owner of an enabled kind suspended as a whole, and its resource; (None, None) else."""
         for owner in workload.metadata.owner_references:
-            if not owner.controller:
-                continue
-            adapter = registry.by_kind(owner.group, owner.kind, self._frameworks)
-            if adapter is not None and not adapter.managed_through_pods:
-                return owner, resource_of(adapter)
+            if owner.controller and (resource := self._job_kinds.get((owner.group, owner.kind))) is not None:
+                return owner, resource
         return None, None
 
     def _cached(self, namespace: str, owner: model.OwnerReference, resource: Resource) -> bool:
