@@ -19,6 +19,7 @@ Must not: sync anything, or decide what a job needs; it only says where to look.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -76,6 +77,10 @@ class ChangeRouter:
         yield from self.jobs.values()
         yield self.groups
         yield self.workloads
+
+    def next_retry(self) -> datetime.datetime | None:
+        """When the first failed object of any kind is due to be tried again (None: no retry is owed)."""
+        return min((t for q in self.queues() if (t := q.next_retry()) is not None), default=None)
 
     # -- routing ------------------------------------------------------------------------------------------
 

@@ -212,15 +212,8 @@ class Reconciler:
         self.passes += 1
         if self._metrics is not None:
             self._metrics.reconciler_pass()
-        retries = (q.next_retry() for q in self._router.queues())
-        return min(
-            (
-                t
-                for t in (*self._workload_wakes.values(), *retries, self.admitter.due(), self.queue_status.due())
-                if t is not None
-            ),
-            default=None,
-        )
+        due = (*self._workload_wakes.values(), self._router.next_retry(), self.admitter.due(), self.queue_status.due())
+        return min((t for t in due if t is not None), default=None)
 
     async def _sync_groups(self, pods: PodGroupSync, now: datetime.datetime) -> None:
         """Pod groups: those whose pods or Workload changed; all of them on a full pass. A group with pods still
@@ -282,6 +275,8 @@ class Reconciler:
             return None
 
         todo = list(objects)
+        if not todo:
+            return []
         results: list[Any] = [None] * len(todo)
         turns = iter(enumerate(todo))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.unit.jobs.builders import make_job
@@ -146,3 +146,13 @@ def test_a_statefulset_change_marks_the_group_it_sizes_and_the_workload_it_keeps
     # `kubectl scale` goes through /scale: no pod changes, only the StatefulSet; its group must be looked at again.
     cache.apply(sts_resource, "MODIFIED", versioned(sts | {"spec": {"replicas": 3}}, 2))
     assert drain(router) == (set(), {ObjectKey(NS, group)}, {ObjectKey(NS, group)}, False)
+
+
+def test_the_next_retry_is_the_first_one_owed_by_any_kind_of_work() -> None:
+    router = router_for(build_cache())
+    assert router.next_retry() is None
+    router.workloads.failed(ObjectKey(NS, "w"), NOW)  # retried after 0.1 s
+    router.jobs[r.JOB].failed(ObjectKey(NS, "j"), NOW)
+    router.jobs[r.JOB].failed(ObjectKey(NS, "j"), NOW)  # failed twice in a row: after 0.2 s
+    router.groups.failed(ObjectKey(NS, "g"), NOW - timedelta(seconds=1))
+    assert router.next_retry() == NOW - timedelta(seconds=0.9)
