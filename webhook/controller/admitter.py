@@ -168,7 +168,7 @@ class Admitter:
             workloads = [wl for key, wl in self._effective.items() if key not in overlaid] + list(overlaid.values())
         else:
             workloads = list(self._effective.values())
-        namespaces = {ns.name: ns.labels for ns in self._cache.views(NAMESPACE, ObjectView)}
+        namespaces = {ns.metadata.get("name", ""): ns.labels for ns in self._cache.views(NAMESPACE, ObjectView)}
         if namespaces != self._last_namespaces:
             self._last_namespaces, self._dirty = namespaces, True
         return Snapshot(
