@@ -200,7 +200,8 @@ class Counted:
 
 
 def typed_reader(cache: Any) -> Callable[[Any], Any]:
-    """How ``WorkloadSync`` gets the typed Workload of a cached dict (the cache's memo where there is one)."""
+    """How ``WorkloadSync`` gets the typed Workload of a cached one (the cache's memo where there is one; a dict decoded
+    where the cache hands out dicts)."""
     from webhook.api import model
 
     read = getattr(cache, "typed_workload", None)

@@ -358,8 +358,13 @@ class ClusterCache:
             view = view_of(kind, memo)
         else:
             view = kind.of(obj)
-        if self._stores.get(resource, {}).get(view_key(view)) is obj:
+        store, key = self._stores.get(resource, {}), view_key(view)
+        if store.get(key) is obj:
             self._views[id(obj)] = view
+            # Review workers ask (``workload``, ``pod_defaults``) from a thread of their own: when the loop replaced
+            # the object meanwhile, and forgot its views before this one was remembered, this one goes now.
+            if store.get(key) is not obj:
+                self._views.pop(id(obj), None)
         return view
 
     def _forget_view(self, change: Change, quiet: bool) -> None:

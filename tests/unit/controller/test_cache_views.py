@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from webhook.api.views import BatchJob, ObjectView, WorkloadRecord
 from webhook.controller.cache import ClusterCache, view_key
 from webhook.controller.informer import ChangeType
@@ -96,3 +98,25 @@ def test_a_view_keys_its_object_where_the_cache_stores_it() -> None:
     assert view_key(queue) == ObjectKey("", "cq")
     assert cache.cluster_queue("cq") is queue
     assert view_key(BatchJob.of(job("1"))) == ObjectKey("ns", "j")
+
+
+def test_a_view_made_while_its_object_is_replaced_is_not_remembered() -> None:
+    # A review worker's thread asks for a view while the loop takes in a newer version: the replacement comes
+    # between the worker's look at the store and its remembering the view.
+    cache = ClusterCache([r.JOB])
+    stored = put(cache, "ADDED", job("1"))
+
+    class Racing(dict[Any, Any]):
+        raced = False
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            found = super().get(key, default)
+            if not self.raced:
+                self.raced = True
+                cache.apply(r.JOB, "MODIFIED", job("2"))
+            return found
+
+    cache._stores[r.JOB] = Racing(cache._stores[r.JOB])
+    first = cache.view(r.JOB, stored, BatchJob)
+    assert first.raw is stored
+    assert cache.view(r.JOB, stored, BatchJob) is not first, "the view of a replaced object is not kept"
