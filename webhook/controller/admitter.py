@@ -74,6 +74,7 @@ class Admitter:
         pending_writes_per_pass: int = 200,
         pending_positions: int = PENDING_REASON_POSITIONS,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
+        pending_settle: datetime.timedelta = datetime.timedelta(0),
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
         deferred: bool = False,
@@ -82,7 +83,9 @@ class Admitter:
         """``deferred``: what is only information (events, pending reasons) is written in the background, so a
         pass (and the next admission) never waits for it; a pass that finds the previous pending reasons still
         being written leaves them to a later pass. ``min_spacing``: seconds from one scheduling to the next at
-        least, and at least as long as the last one took (changes in between are scheduled together)."""
+        least, and at least as long as the last one took (changes in between are scheduled together).
+        ``pending_settle``: how long a Workload waits in the front of its queue before its first reason is
+        written (one admitted sooner never gets one)."""
         self._min_spacing = min_spacing
         self._demands = DemandCache()  # kept from pass to pass: most Workloads are the same objects as last time
         self._spaced_at: datetime.datetime | None = None
@@ -108,6 +111,12 @@ class Admitter:
         self._pending_positions = pending_positions
         self._pending_refresh = pending_refresh
         self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
+        # A Workload's first reason waits until it has been in the front for ``pending_settle``: in a queue that
+        # moves, most Workloads pass through the front in a second or two, and a reason written for each (a
+        # status write and its events) was a third of the API requests per admission while draining a backlog.
+        self._pending_settle = pending_settle
+        self._pending_since: dict[Key, datetime.datetime] = {}  # first seen in the front with no reason yet
+        self._pending_due: datetime.datetime | None = None  # the earliest end of a settle
         # Parsing is the costly part of a snapshot; objects are re-parsed only when their version changes.
         self._parsed: dict[Key, tuple[str, Workload | None]] = {}
         self._parsed_queues: dict[str, dict[Key, tuple[str, Any]]] = {}  # by kind, as ``_parsed``
@@ -241,7 +250,7 @@ class Admitter:
             return True
         if self._dirty:
             return self._spaced_at is None or now >= self._spaced_at
-        due = self.due()
+        due = self._schedule_due()  # a reason's settle ending writes the reason, it does not schedule
         return due is not None and now >= due
 
     def invalidate(self) -> None:
@@ -251,6 +260,11 @@ class Admitter:
     def due(self) -> datetime.datetime | None:
         """When a requeue backoff of a pending Workload, or a refused admission's, ends (the next pass must
         schedule then)."""
+        writing = self._pending_task is not None and not self._pending_task.done()
+        settled = None if writing else self._pending_due  # owed reasons wait for the writes in flight
+        return min((t for t in (self._schedule_due(), settled) if t is not None), default=None)
+
+    def _schedule_due(self) -> datetime.datetime | None:
         retry = self._admit_retries.next_retry()
         spaced = self._spaced_at if self._dirty else None
         return min((t for t in (self._requeue_due, retry, spaced) if t is not None), default=None)
@@ -492,12 +506,17 @@ class Admitter:
         self._pending_written = {k: t for k, t in self._pending_written.items() if k in waiting}
         front = self._pending_positions
         in_front = [p for p in pending if p.position is None or p.position <= front]
+        since = self._pending_since
+        self._pending_since = {k: t for k in (p.workload for p in in_front) if (t := since.get(k)) is not None}
+        self._pending_due = None
         for decision in sorted(in_front, key=_heads_first):
             if len(writes) >= self._pending_budget:
                 self._pending_owed = True  # the rest in a later pass, from this decision if nothing changes
                 break
             workload = self._cache.workload(*decision.workload)
             if workload is None or _says(workload, decision):
+                continue
+            if self._settling(decision, workload, now):
                 continue
             last = self._pending_written.get(decision.workload)
             if last is not None and now - last < self._pending_refresh and _says_reason(workload, decision):
@@ -508,6 +527,20 @@ class Admitter:
                 self._pending_written[decision.workload] = now
                 writes.append(self._write_pending(body, _version(workload), decision, now))
         return writes
+
+    def _settling(self, decision: PendingDecision, workload: WorkloadRecord, now: datetime.datetime) -> bool:
+        """Whether this Workload's first reason still waits (it may be admitted before it is due); one that cannot
+        queue at all (no position) is told at once."""
+        if not self._pending_settle or decision.position is None or _quota_reserved(workload):
+            return False
+        key = decision.workload
+        first = self._pending_since.setdefault(key, now)
+        ends = first + self._pending_settle
+        if now >= ends:
+            return False
+        self._pending_owed = True
+        self._pending_due = ends if self._pending_due is None else min(self._pending_due, ends)
+        return True
 
     async def _write_pending(
         self, body: Object, based_on: int, decision: PendingDecision, now: datetime.datetime

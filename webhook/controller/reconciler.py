@@ -59,6 +59,9 @@ from webhook.logs import object_fields
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime.datetime]
+# How long a Workload waits in the front of its queue before its first pending reason is written (the admitter's
+# ``pending_settle``): in a queue that moves, most are admitted sooner and never need one.
+PENDING_SETTLE = datetime.timedelta(seconds=2)
 
 
 def _utcnow() -> datetime.datetime:
@@ -85,6 +88,7 @@ class Reconciler:
         full_resync_seconds: float = 30.0,
         queue_status_interval: float = 3.0,
         schedule_spacing: float = 0.02,
+        pending_settle: datetime.timedelta = PENDING_SETTLE,
     ) -> None:
         self._cache = cache
         self._metrics = metrics
@@ -128,6 +132,7 @@ class Reconciler:
             admission_fair_sharing=admission_fair_sharing,
             deferred=True,
             min_spacing=schedule_spacing,
+            pending_settle=pending_settle,
         )
         self.queue_status = QueueStatusWriter(
             kube,

@@ -166,6 +166,71 @@ async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None
     assert sorted(now_told.values()) == [constants.REASON_QUOTA_RESERVED, waits, waits], "the third moved up: told"
 
 
+async def test_a_first_reason_waits_for_the_settle_and_one_admitted_sooner_never_gets_one() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    await create_queues(kube, cpu="1")
+    for i in range(3):  # one pod of 1 CPU each: one runs, two wait
+        job = make_job(f"j{i}", namespace="team-a", queue="q", parallelism=1)
+        await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(await kube.create(r.JOB, job)), priority=0))
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_settle=timedelta(seconds=2))
+
+    def told() -> dict[str, str]:
+        return {
+            w["metadata"]["name"]: c["reason"]
+            for w in kube.objects(r.WORKLOAD)
+            for c in w.get("status", {}).get("conditions", [])
+            if c["type"] == "QuotaReserved"
+        }
+
+    await admitter.run_pass(NOW)
+    await admitter.drain()
+    (running,) = told()
+    assert told()[running] == constants.REASON_QUOTA_RESERVED, "the settle holds back reasons, never admissions"
+    assert admitter.due() == NOW + timedelta(seconds=2), "the reconciler is woken when the settle ends"
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+
+    # The running one finishes within the settle: the head is admitted without ever being told it waits.
+    done = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"] == running)
+    finished = {"type": constants.COND_FINISHED, "status": "True", "reason": "Succeeded", "message": ""}
+    done["status"]["conditions"].append({**finished, "lastTransitionTime": "2025-01-01T00:00:01Z"})
+    await kube.replace_status(r.WORKLOAD, done)
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await admitter.run_pass(NOW + timedelta(seconds=1))
+    await admitter.drain()
+    reasons = told()
+    del reasons[running]
+    assert list(reasons.values()) == [constants.REASON_QUOTA_RESERVED], "admitted before its settle ended: no reason"
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+
+    await admitter.run_pass(NOW + timedelta(seconds=2))  # the last one has waited 2 s in the front: it is told
+    await admitter.drain()
+    assert sorted(told().values()) == sorted(
+        [constants.REASON_QUOTA_RESERVED, constants.REASON_QUOTA_RESERVED, constants.REASON_WAITING_FOR_QUOTA]
+    )
+
+
+async def test_a_workload_that_cannot_queue_is_told_at_once_despite_the_settle() -> None:
+    kube = FakeKube(clock=lambda: NOW)
+    await create_queues(kube, cpu="1")
+    job = make_job("lost", namespace="team-a", queue="no-such-queue", parallelism=1)
+    await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(await kube.create(r.JOB, job)), priority=0))
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_settle=timedelta(seconds=2))
+
+    await admitter.run_pass(NOW)
+    await admitter.drain()
+
+    (stored,) = kube.objects(r.WORKLOAD)
+    (reserved,) = [c for c in stored["status"]["conditions"] if c["type"] == "QuotaReserved"]
+    assert reserved["status"] == "False"
+    assert "no-such-queue" in reserved["message"]
+
+
 async def test_a_queue_is_parsed_again_only_when_its_version_changes() -> None:
     kube = FakeKube(clock=lambda: NOW)
     await create_queues(kube, cpu="2")
