@@ -7,11 +7,11 @@ admission policies ask, and change notification (listeners, key queues, a change
 Must not: talk to the API server or decide anything. Every mutation is a synchronous method, so a read and the
 write that depends on it can never be split by an ``await``.
 
-The reconciler reads the typed reads (``workload``, ``workloads``, ``cluster_queue``, ``pods``, ... and ``views`` /
-``viewed`` for any kind): each object through its view (``webhook.api.views``), made once per stored version
-(``view``), so what crosses the controller is typed and nothing below it reads the dicts. The generic reads (``get``,
-``items``, ``job``) hand out the stored dicts, for the feeds and for the decoders of other types (the admitter's
-snapshot, the visibility API, review workers asking from a thread of their own).
+The reconciler takes objects through the typed reads (``workload``, ``workloads``, ``cluster_queue``, ``pods``, ...,
+and ``views`` / ``viewed`` for any kind): each object as its view (``webhook.api.views``), made once per stored
+version (``view``), so the controller passes views, not dicts (a write copies a view's ``raw`` whole). The generic
+reads (``get``, ``items``, ``job``) hand out the stored dicts: for the feeds, for decoders into other types (the
+visibility API, the dashboard) and for the ``ClusterView`` answers review workers ask from a thread of their own.
 Objects handed out are the stored dicts themselves, shared, for speed: never mutate them; copy first. They are
 stored without ``metadata.managedFields`` (nothing of ours reads them, and they were about half of a Workload's
 memory): a body built from a cached object and sent back (a PUT) leaves them out, which the API server takes as
