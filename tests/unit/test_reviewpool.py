@@ -16,11 +16,14 @@ from webhook.admission.endpoints import ENDPOINTS
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import StaticView
 from webhook.api import constants as c
+from webhook.jobs import naming
 from webhook.reviewpool import TOO_MANY, ReviewPool
 
 pytestmark = pytest.mark.timeout(60)
 
 MUTATE_JOB = next(e for e in ENDPOINTS if e.path == "/mutate/batch/v1/jobs")
+VALIDATE_JOB = next(e for e in ENDPOINTS if e.path == "/validate/batch/v1/jobs")
+WORKLOAD = naming.job_workload_name(NAMESPACE, "pi")
 
 
 @pytest.fixture
@@ -77,3 +80,36 @@ async def test_a_dead_worker_is_replaced(pool: ReviewPool) -> None:
     assert status == 503
     status, _ = await pool.answer(MUTATE_JOB, _big_job_review())
     assert status == 200
+
+
+async def test_a_workload_the_worker_asks_for_crosses_the_pipe_as_its_view() -> None:
+    # A running Job raised past its admission: the validation compares it with its Workload, asked of this
+    # process's view (a WorkloadRecord, pickled to the worker), and refuses as the loop would.
+    workload = {
+        "metadata": {"name": WORKLOAD, "namespace": NAMESPACE},
+        "spec": {"podSets": [{"name": "main", "count": 2, "template": {"spec": {"containers": []}}}]},
+        "status": {
+            "admission": {
+                "clusterQueue": "cq",
+                "podSetAssignments": [{"name": "main", "count": 2, "flavors": {"cpu": "f"}, "resourceUsage": {}}],
+            }
+        },
+    }
+    view = StaticView(admitted_workloads={(NAMESPACE, WORKLOAD)}, workloads={(NAMESPACE, WORKLOAD): workload})
+    old, new = make_job(suspend=False, parallelism=2), make_job(suspend=False, parallelism=6)
+    for job in (old, new):
+        job["spec"]["template"]["spec"]["containers"][0]["env"] = [
+            {"name": f"V{i}", "value": "x" * 100} for i in range(3000)
+        ]
+    body = orjson.dumps(review_body(new, operation="UPDATE", old=old))
+    options = AdmissionOptions()
+    workers = ReviewPool(options=options, view=view, max_waiting=1)
+    await workers.start()
+    try:
+        got = await workers.answer(VALIDATE_JOB, body)
+    finally:
+        await workers.close()
+    assert got == answering.answer(VALIDATE_JOB, body, view, options)
+    response = orjson.loads(got[1])["response"]
+    assert response["allowed"] is False
+    assert "admitted for 2" in response["status"]["message"]
