@@ -74,6 +74,10 @@ def describe(pid: int, root: int) -> str:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         if "resource_tracker" in cmdline:
             return "multiprocessing's resource tracker"
+        if "turnstile-reconciler" in cmdline:
+            return "the reconciler process"
+        if "turnstile-review-worker" in cmdline:
+            return "a review worker"
         if "spawn_main" in cmdline:
             return "a spawned child (reconciler or review worker)"
         return f"a child: {cmdline[:40]}"

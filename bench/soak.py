@@ -145,7 +145,15 @@ def processes(pid: int) -> dict[int, str]:
             continue
         text = b" ".join(cmd).decode(errors="replace")
         found[current] = (
-            "resource-tracker" if "resource_tracker" in text else "child" if "spawn_main" in text else "main"
+            "resource-tracker"
+            if "resource_tracker" in text
+            else "reconciler"
+            if "turnstile-reconciler" in text
+            else "review-worker"
+            if "turnstile-review-worker" in text
+            else "child"
+            if "spawn_main" in text
+            else "main"
         )
         todo += _children(current)
     return found

@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import gc
 import logging
-import multiprocessing
 import os
 import signal
 import socket
@@ -43,6 +41,7 @@ import uuid
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Final
 
+from webhook import childprocess
 from webhook.controller.leader import LeaseConfig, LeaseThread
 from webhook.gcpolicy import FreezeSurvivors
 from webhook.kube.apiserver import ApiServerKube
@@ -58,26 +57,6 @@ EXIT_LOST_LEASE: Final = 3
 # so when the cores are short the kernel runs the webhook process first. Measured on the saturated 2-core machine:
 # with the reconciler not niced it took 21 CPU-seconds to the webhook process's 11, and valid reviews waited 10 s.
 RECONCILER_NICENESS: Final = 10
-_PR_SET_PDEATHSIG: Final = 1
-
-
-def background_priority(niceness: int = RECONCILER_NICENESS) -> None:
-    """This thread (and the threads it starts later) at ``niceness`` and ``SCHED_BATCH``: the kernel then also
-    stops letting it preempt a running thread when it wakes (it waits for its turn), so a burst of watch events
-    does not cut into a review being answered. Neither needs a privilege; both are per thread on Linux."""
-    tid = threading.get_native_id()
-    with contextlib.suppress(OSError, AttributeError):
-        os.setpriority(os.PRIO_PROCESS, tid, niceness)
-    with contextlib.suppress(OSError, AttributeError):
-        os.sched_setscheduler(tid, os.SCHED_BATCH, os.sched_param(0))
-
-
-def die_with_parent(parent: int) -> None:
-    """Asks the kernel to SIGKILL this process when its parent dies (Linux); exits at once if it already has."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
 
 
 class ReconcilerProcess:
@@ -97,8 +76,7 @@ class ReconcilerProcess:
         self._log_level = log_level
         self._json_logs = json_logs
         self._backoff = backoff
-        self._context = multiprocessing.get_context("spawn")
-        self._process: Any = None
+        self._process: childprocess.Child | None = None
         self._conn: Connection | None = None
         self._elector: LeaseThread | None = None
         self._lost = False
@@ -109,8 +87,8 @@ class ReconcilerProcess:
         metrics.relay_from(self._ask_metrics)
 
     @property
-    def child(self) -> Any:
-        """The current child process (a ``multiprocessing`` process), None before the first start."""
+    def child(self) -> childprocess.Child | None:
+        """The current child process, None before the first start."""
         return self._process
 
     @property
@@ -136,16 +114,17 @@ class ReconcilerProcess:
 
     async def _run_once(self) -> int | None:
         loop = asyncio.get_running_loop()
-        parent_conn, child_conn = self._context.Pipe()
         identity = f"{self._options.identity or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
         # Started from the loop's (main) thread: PR_SET_PDEATHSIG fires when the *thread* that forked exits.
-        process = self._context.Process(
-            target=child_main,
-            args=(self._options, child_conn, os.getpid(), self._log_level, self._json_logs, identity),
+        process, parent_conn = childprocess.start(
+            child_main,
+            self._options,
+            os.getpid(),
+            self._log_level,
+            self._json_logs,
+            identity,
             name="turnstile-reconciler",
         )
-        process.start()
-        child_conn.close()
         self._process, self._conn, self._lost = process, parent_conn, False
         log.info("reconciler process started", extra={"pid": process.pid, "identity": identity})
         reader = threading.Thread(target=self._read, args=(parent_conn, loop), name="reconciler-relay", daemon=True)
@@ -268,9 +247,9 @@ class ReconcilerProcess:
 
 
 def child_main(
-    options: RunOptions, conn: Connection, parent: int, log_level: str, json_logs: bool, identity: str
+    conn: Connection, options: RunOptions, parent: int, log_level: str, json_logs: bool, identity: str
 ) -> None:
-    die_with_parent(parent)
+    childprocess.die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C goes to the parent, which stops us
     from webhook import logs
 
@@ -344,7 +323,7 @@ async def _child(options: RunOptions, conn: Connection, identity: str) -> None:
         # Imported and started at full speed (a replacement child should be ready soon); from here on, this thread
         # and every thread it starts are background work. The Lease is renewed in the parent, so nothing here
         # has a deadline that niceness could make it miss.
-        background_priority()
+        childprocess.background_priority(RECONCILER_NICENESS)
         reconciler = Reconciler(
             kube,
             cache,

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import os
 import signal
 from collections.abc import Mapping
@@ -26,13 +25,13 @@ from typing import Any, Final
 
 import orjson
 
+from webhook import childprocess
 from webhook.admission import answering
 from webhook.admission.endpoints import ENDPOINTS, Endpoint
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import ClusterView
 from webhook.api.views import WorkloadRecord
 from webhook.jobs.poddefaults import PodDefaults
-from webhook.reconcilerprocess import background_priority, die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +42,7 @@ UNAVAILABLE: Final = 503
 
 
 class _Worker:
-    def __init__(self, process: Any, conn: Connection) -> None:
+    def __init__(self, process: childprocess.Child, conn: Connection) -> None:
         self.process = process
         self.conn = conn
 
@@ -64,7 +63,6 @@ class ReviewPool:
         self._size = workers
         self._max_waiting = max_waiting
         self._log_args = (log_level, json_logs)
-        self._context = multiprocessing.get_context("spawn")
         self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
         self._all: list[_Worker] = []
         self._waiting = 0
@@ -72,7 +70,7 @@ class ReviewPool:
         self.refused = 0
 
     @property
-    def processes(self) -> list[Any]:
+    def processes(self) -> list[childprocess.Child]:
         return [worker.process for worker in self._all]
 
     async def start(self) -> None:
@@ -81,14 +79,9 @@ class ReviewPool:
 
     def _spawn(self) -> _Worker:
         # From the loop's thread: PR_SET_PDEATHSIG is tied to the thread that started the child.
-        ours, theirs = self._context.Pipe()
-        process = self._context.Process(
-            target=worker_main,
-            args=(theirs, self._options, os.getpid(), *self._log_args),
-            name="turnstile-review-worker",
+        process, ours = childprocess.start(
+            worker_main, self._options, os.getpid(), *self._log_args, name="turnstile-review-worker"
         )
-        process.start()
-        theirs.close()
         worker = _Worker(process, ours)
         self._all.append(worker)
         return worker
@@ -188,11 +181,11 @@ class _ProxyView:
 
 
 def worker_main(conn: Connection, options: AdmissionOptions, parent: int, log_level: str, json_logs: bool) -> None:
-    die_with_parent(parent)
+    childprocess.die_with_parent(parent)
     # Signals to the process group are the parent's: the worker ends when its pipe closes (or with the parent).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    background_priority(WORKER_NICENESS)
+    childprocess.background_priority(WORKER_NICENESS)
     from webhook import logs
 
     logs.configure(log_level, json=json_logs)

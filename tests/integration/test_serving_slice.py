@@ -44,12 +44,12 @@ def test_the_serving_thread_has_the_short_slice_and_the_other_threads_and_childr
     try:
         assert local.process is not None
         pid = local.process.pid
-        # The review worker and the reconciler start once the webhook's cache has synced (and a resource tracker).
+        # The review worker and the reconciler start once the webhook's cache has synced.
         deadline = time.monotonic() + 90
-        while len(_children(pid)) < 3 and time.monotonic() < deadline:
+        while len(_children(pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.5)
         children = _children(pid)
-        assert len(children) >= 3, children
+        assert len(children) == 2, children
         serving = schedslice.current_slice(pid)
         assert serving is not None
         assert serving[0] == int(schedslice.SERVING_SLICE_SECONDS * 1e9)

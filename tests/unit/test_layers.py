@@ -39,7 +39,7 @@ PURE = ("api", "core", "jobs")
 EDGES = frozenset(
     {"__main__", "cli", "config", "metrics", "pki", "runner", "server", "tls", "local", "usercli"}
     | {"visibility", "dashboard", "connections", "memtrim", "reconcilerprocess", "reviewpool", "runoptions"}
-    | {"gcpolicy", "requesttimes", "schedslice"}
+    | {"gcpolicy", "requesttimes", "schedslice", "childprocess"}
 )
 
 
