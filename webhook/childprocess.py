@@ -68,7 +68,9 @@ def start(target: Callable[..., None], *args: Any, name: str) -> tuple[Child, Co
     ours, theirs = Pipe()
     fd = theirs.fileno()
     try:
-        popen = subprocess.Popen([sys.executable, "-m", __name__, str(fd), name], pass_fds=(fd,))
+        popen = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(fd), name], pass_fds=(fd,), stdin=subprocess.DEVNULL
+        )
     finally:
         theirs.close()
     ours.send((target, args))
