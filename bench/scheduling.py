@@ -7,7 +7,10 @@ Scenarios:
 2. the same with 150 CPU per queue, so most workloads fit (many by borrowing);
 3. the same with every queue already full of low-priority admitted work, so large workloads preempt;
 4. deep queue: one ClusterQueue with 10,000 pending workloads of the same mix and room for most of them;
-5. cohort tree: the large-scale queues and workloads in a three-level tree of 100 Cohorts (an organisation, 9
+5. the baseline's medium drain: Kueue's baseline queues (5 cohorts of 6 ClusterQueues, 20 CPU each, borrowingLimit
+   100), every cohort full of admitted medium workloads (4 per queue), 70 medium and 330 small waiting per queue:
+   the pass ``bench.baseline`` runs after every finish once its large phase ends (nothing more fits);
+6. cohort tree: the large-scale queues and workloads in a three-level tree of 100 Cohorts (an organisation, 9
    departments, 90 teams; ~11 ClusterQueues per team, the organisation owning 2,000 CPU of its own), once
    without fair sharing and once with it (``--tree-only`` runs just this pair).
 
@@ -141,6 +144,37 @@ def deep_queue() -> Snapshot:
     return Snapshot([cq], [ResourceFlavor("default")], [LocalQueue("ns-deep", "deep", "deep")], wls)
 
 
+def baseline_drain() -> Snapshot:
+    cqs, lqs, wls = [], [], []
+    for c in range(5):
+        for k in range(6):
+            name = f"cq-{c}-{k}"
+            cqs.append(_queue(name, f"cohort-{c}", 20, 100))
+            lqs.append(LocalQueue(f"ns-{c}-{k}", name, name))
+            for kind, cpu, priority, count in (("running", 5, 100, 4), ("medium", 5, 100, 70), ("small", 1, 50, 330)):
+                for i in range(count):
+                    usage = {"cpu": Quantity.from_units(cpu)}
+                    running = kind == "running"
+                    wls.append(
+                        Workload(
+                            namespace=f"ns-{c}-{k}",
+                            name=f"{name}-{kind}-{i}",
+                            uid=f"{name}-{kind}-{i}",
+                            pod_sets=(PodSet("main", 1, usage),),
+                            queue_name=name,
+                            priority=priority,
+                            created=T0 + timedelta(milliseconds=i),
+                            admission=Admission(name, (PodSetAssignment("main", {"cpu": "default"}, usage, 1),))
+                            if running
+                            else None,
+                            conditions=(Condition(COND_QUOTA_RESERVED, "True", "QuotaReserved", "", T0),)
+                            if running
+                            else (),
+                        )
+                    )
+    return Snapshot(cqs, [ResourceFlavor("default")], lqs, wls)
+
+
 def cohort_tree() -> Snapshot:
     """The large-scale queues, each team's queues in a team Cohort, teams in departments, one organisation."""
     snap = large_scale()
@@ -222,6 +256,7 @@ def main() -> None:
         run("large scale, 150 CPU per queue", roomy, args.runs, args.profile, frozen=frozen)
         run("large scale, queues full of low-priority work", preempting, args.runs, args.profile, frozen=frozen)
         run("deep queue", deep_queue, args.runs, args.profile, frozen=frozen)
+        run("baseline's medium drain, nothing fits", baseline_drain, args.runs, args.profile, frozen=frozen)
         gc.unfreeze()
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"\npeak RSS: {peak_kib / 1024:.0f} MiB (whole process, including the snapshots)")

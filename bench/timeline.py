@@ -4,7 +4,8 @@ Reads the ``<system>-timeline.txt`` files ``bench.baseline --logs DIR`` writes (
 seconds, ``pending``/``admitted``/``finished``, ``cq-<cohort>-<n>/<class>-<i>-<j>``) and prints, per file:
 - each class's hold: from the admission the driver saw to the finish it saw (the run time plus the round trips);
 - the reaction: from a finish to the next admission in the same cohort (mean, p50, p90);
-- admissions per 20 s window by class, and how many Workloads were admitted more than once (preempted).
+- admissions per 20 s window by class, how many Workloads were admitted more than once (preempted), and how many
+  admissions ended without a finish.
 
 Usage: ``.venv/bin/python -m bench.timeline DIR/turnstile-timeline.txt DIR/kueue-timeline.txt``. Printed only.
 """
@@ -71,6 +72,10 @@ def report(path: Path) -> None:
         print(f"  admitted in {index * WINDOW:5.0f}-{(index + 1) * WINDOW:.0f} s: {counts}")
     again = collections.Counter(_class(k) for k, n in admissions.items() if n > 1)
     print("  admitted more than once (preempted): " + (", ".join(f"{c} {again[c]}" for c in CLASSES) or "none"))
+    # Admissions that ended without a finish (preempted, evicted): the churn a fast scheduler can meet when
+    # lower-priority work fills every gap the higher-priority work leaves, only to be reclaimed.
+    lost = collections.Counter(_class(k) for k, n in admissions.items() for _ in range(n - 1))
+    print("  admissions that ended before a finish: " + ", ".join(f"{c} {lost[c]}" for c in CLASSES))
 
 
 def main() -> None:

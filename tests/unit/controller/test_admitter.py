@@ -67,6 +67,39 @@ async def four_pods_on_two_cpus() -> tuple[FakeKube, ClusterCache, dict[str, Any
     return kube, cache, job
 
 
+async def one_cpu_jobs(count: int, *, queue: str = "q") -> tuple[FakeKube, ClusterCache]:
+    """``count`` Jobs of one 1-CPU pod each (j0, j1, ...) queued in ``queue``, with their Workloads, beside a
+    ClusterQueue of 1 CPU (LocalQueue team-a/q), and a cache of all of it."""
+    kube = FakeKube(clock=lambda: NOW)
+    await create_queues(kube, cpu="1")
+    for i in range(count):
+        job = await kube.create(r.JOB, make_job(f"j{i}", namespace="team-a", queue=queue, parallelism=1))
+        await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=0))
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+    return kube, cache
+
+
+async def finish(kube: FakeKube, cache: ClusterCache, name: str, *, at: str) -> None:
+    """The Workload ``name`` finishes (Succeeded at ``at``), and the cache sees it."""
+    done = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"] == name)
+    finished = {"type": constants.COND_FINISHED, "status": "True", "reason": "Succeeded", "message": ""}
+    done["status"]["conditions"].append({**finished, "lastTransitionTime": at})
+    await kube.replace_status(r.WORKLOAD, done)
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+
+
+def reasons_told(kube: FakeKube) -> dict[str, str]:
+    """Each Workload's QuotaReserved reason, by name (those with none left out)."""
+    return {
+        w["metadata"]["name"]: c["reason"]
+        for w in kube.objects(r.WORKLOAD)
+        for c in w.get("status", {}).get("conditions", [])
+        if c["type"] == "QuotaReserved"
+    }
+
+
 async def test_a_waiting_job_is_told_why_through_an_event_on_the_job() -> None:
     kube, cache, job = await four_pods_on_two_cpus()
 
@@ -131,23 +164,11 @@ async def test_a_reason_someone_else_removed_is_written_again_on_the_next_pass()
 
 
 async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None:
-    kube = FakeKube(clock=lambda: NOW)
-    await create_queues(kube, cpu="1")
-    for i in range(4):  # one pod of 1 CPU each: one runs, three wait
-        job = make_job(f"j{i}", namespace="team-a", queue="q", parallelism=1)
-        await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(await kube.create(r.JOB, job)), priority=0))
-    cache = build_cache()
-    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
-        cache.replace(resource, kube.objects(resource))
+    kube, cache = await one_cpu_jobs(4)  # one pod of 1 CPU each: one runs, three wait
     admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_positions=2)
 
     def told() -> dict[str, str]:
-        return {
-            w["metadata"]["name"]: c["reason"]
-            for w in kube.objects(r.WORKLOAD)
-            for c in w.get("status", {}).get("conditions", [])
-            if c["type"] == "QuotaReserved"
-        }
+        return reasons_told(kube)
 
     await admitter.run_pass(NOW + timedelta(seconds=5))
     waits = constants.REASON_WAITING_FOR_QUOTA
@@ -155,11 +176,7 @@ async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None
     admitted = [n for n, reason in told().items() if reason == constants.REASON_QUOTA_RESERVED]
 
     (running,) = admitted
-    done = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"] == running)
-    finished = {"type": constants.COND_FINISHED, "status": "True", "reason": "Succeeded", "message": ""}
-    done["status"]["conditions"].append({**finished, "lastTransitionTime": "2025-01-01T00:00:06Z"})
-    await kube.replace_status(r.WORKLOAD, done)
-    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await finish(kube, cache, running, at="2025-01-01T00:00:06Z")
     await admitter.run_pass(NOW + timedelta(seconds=6))
     now_told = told()
     del now_told[running]
@@ -167,23 +184,11 @@ async def test_only_the_front_of_a_queue_is_told_why_until_it_moves_up() -> None
 
 
 async def test_a_first_reason_waits_for_the_settle_and_one_admitted_sooner_never_gets_one() -> None:
-    kube = FakeKube(clock=lambda: NOW)
-    await create_queues(kube, cpu="1")
-    for i in range(3):  # one pod of 1 CPU each: one runs, two wait
-        job = make_job(f"j{i}", namespace="team-a", queue="q", parallelism=1)
-        await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(await kube.create(r.JOB, job)), priority=0))
-    cache = build_cache()
-    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
-        cache.replace(resource, kube.objects(resource))
+    kube, cache = await one_cpu_jobs(3)  # one pod of 1 CPU each: one runs, two wait
     admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_settle=timedelta(seconds=2))
 
     def told() -> dict[str, str]:
-        return {
-            w["metadata"]["name"]: c["reason"]
-            for w in kube.objects(r.WORKLOAD)
-            for c in w.get("status", {}).get("conditions", [])
-            if c["type"] == "QuotaReserved"
-        }
+        return reasons_told(kube)
 
     await admitter.run_pass(NOW)
     await admitter.drain()
@@ -193,11 +198,7 @@ async def test_a_first_reason_waits_for_the_settle_and_one_admitted_sooner_never
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
 
     # The running one finishes within the settle: the head is admitted without ever being told it waits.
-    done = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"] == running)
-    finished = {"type": constants.COND_FINISHED, "status": "True", "reason": "Succeeded", "message": ""}
-    done["status"]["conditions"].append({**finished, "lastTransitionTime": "2025-01-01T00:00:01Z"})
-    await kube.replace_status(r.WORKLOAD, done)
-    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await finish(kube, cache, running, at="2025-01-01T00:00:01Z")
     await admitter.run_pass(NOW + timedelta(seconds=1))
     await admitter.drain()
     reasons = told()
@@ -213,13 +214,7 @@ async def test_a_first_reason_waits_for_the_settle_and_one_admitted_sooner_never
 
 
 async def test_a_workload_that_cannot_queue_is_told_at_once_despite_the_settle() -> None:
-    kube = FakeKube(clock=lambda: NOW)
-    await create_queues(kube, cpu="1")
-    job = make_job("lost", namespace="team-a", queue="no-such-queue", parallelism=1)
-    await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(await kube.create(r.JOB, job)), priority=0))
-    cache = build_cache()
-    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
-        cache.replace(resource, kube.objects(resource))
+    kube, cache = await one_cpu_jobs(1, queue="no-such-queue")
     admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_settle=timedelta(seconds=2))
 
     await admitter.run_pass(NOW)
