@@ -479,6 +479,7 @@ def test_row10_a_queue_label_in_the_pod_template_does_not_block_its_pods(
         body["spec"]["template"]["metadata"] = {"labels": {"kueue.x-k8s.io/queue-name": "q"}}
         env.alice.create(body)
         env.running("labelled-pods", 2)
+        watch.keep_watching(3)  # the Job can be running within two samples: hold the watch for three at least
     watch.assert_held()
 
 
