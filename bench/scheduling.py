@@ -28,7 +28,7 @@ import pstats
 import resource
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 from bench.machine import describe
@@ -96,14 +96,42 @@ def _workloads(queue: str, namespace: str, count: int, start: int) -> list[Workl
     return out
 
 
+def _one(
+    lq: LocalQueue, name: str, cpu: int, *, priority: int = 0, created: datetime, admitted_at: datetime | None = None
+) -> Workload:
+    """A workload of one pod asking ``cpu`` CPU in ``lq``; admitted to its ClusterQueue at ``admitted_at`` if given."""
+    usage = {"cpu": Quantity.from_units(cpu)}
+    admitted = admitted_at is not None
+    return Workload(
+        namespace=lq.namespace,
+        name=name,
+        uid=name,
+        pod_sets=(PodSet("main", 1, usage),),
+        queue_name=lq.name,
+        priority=priority,
+        created=created,
+        admission=Admission(lq.cluster_queue, (PodSetAssignment("main", {"cpu": "default"}, usage, 1),))
+        if admitted
+        else None,
+        conditions=(Condition(COND_QUOTA_RESERVED, "True", "QuotaReserved", "", admitted_at),) if admitted else (),
+    )
+
+
+def _cohort_queues(cohorts: int, per_cohort: int) -> Iterator[tuple[int, int, ClusterQueue, LocalQueue]]:
+    """Kueue's generator's queues: ``cq-C-K`` in ``cohort-C`` (nominal 20 CPU, borrowingLimit 100), each with its
+    LocalQueue in namespace ``ns-C-K``; yielded with C and K."""
+    for c in range(cohorts):
+        for k in range(per_cohort):
+            name = f"cq-{c}-{k}"
+            yield c, k, _queue(name, f"cohort-{c}", 20, 100), LocalQueue(f"ns-{c}-{k}", name, name)
+
+
 def large_scale() -> Snapshot:
     cqs, lqs, wls = [], [], []
-    for c in range(10):
-        for k in range(100):
-            name = f"cq-{c}-{k}"
-            cqs.append(_queue(name, f"cohort-{c}", 20, 100))
-            lqs.append(LocalQueue(f"ns-{c}-{k}", name, name))
-            wls += _workloads(name, f"ns-{c}-{k}", 50, start=(c * 100 + k) * 7)
+    for c, k, cq, lq in _cohort_queues(10, 100):
+        cqs.append(cq)
+        lqs.append(lq)
+        wls += _workloads(cq.name, lq.namespace, 50, start=(c * 100 + k) * 7)
     return Snapshot(cqs, [ResourceFlavor("default")], lqs, wls)
 
 
@@ -117,24 +145,11 @@ def roomy() -> Snapshot:
 def preempting() -> Snapshot:
     """As ``large_scale`` but every queue is already full of 20 small admitted workloads (priority 0)."""
     snap = large_scale()
-    holders = []
-    for lq in snap.local_queues:
-        for i in range(20):
-            usage = {"cpu": Quantity.from_units(1)}
-            holders.append(
-                Workload(
-                    namespace=lq.namespace,
-                    name=f"{lq.name}-running-{i}",
-                    uid=f"{lq.name}-running-{i}",
-                    pod_sets=(PodSet("main", 1, usage),),
-                    queue_name=lq.name,
-                    created=T0 - timedelta(hours=1),
-                    admission=Admission(lq.cluster_queue, (PodSetAssignment("main", {"cpu": "default"}, usage, 1),)),
-                    conditions=(
-                        Condition(COND_QUOTA_RESERVED, "True", "QuotaReserved", "", T0 - timedelta(minutes=i)),
-                    ),
-                )
-            )
+    holders = [
+        _one(lq, f"{lq.name}-running-{i}", 1, created=T0 - timedelta(hours=1), admitted_at=T0 - timedelta(minutes=i))
+        for lq in snap.local_queues
+        for i in range(20)
+    ]
     return Snapshot(snap.cluster_queues, snap.flavors, snap.local_queues, [*holders, *snap.workloads])
 
 
@@ -146,32 +161,16 @@ def deep_queue() -> Snapshot:
 
 def baseline_drain() -> Snapshot:
     cqs, lqs, wls = [], [], []
-    for c in range(5):
-        for k in range(6):
-            name = f"cq-{c}-{k}"
-            cqs.append(_queue(name, f"cohort-{c}", 20, 100))
-            lqs.append(LocalQueue(f"ns-{c}-{k}", name, name))
-            for kind, cpu, priority, count in (("running", 5, 100, 4), ("medium", 5, 100, 70), ("small", 1, 50, 330)):
-                for i in range(count):
-                    usage = {"cpu": Quantity.from_units(cpu)}
-                    running = kind == "running"
-                    wls.append(
-                        Workload(
-                            namespace=f"ns-{c}-{k}",
-                            name=f"{name}-{kind}-{i}",
-                            uid=f"{name}-{kind}-{i}",
-                            pod_sets=(PodSet("main", 1, usage),),
-                            queue_name=name,
-                            priority=priority,
-                            created=T0 + timedelta(milliseconds=i),
-                            admission=Admission(name, (PodSetAssignment("main", {"cpu": "default"}, usage, 1),))
-                            if running
-                            else None,
-                            conditions=(Condition(COND_QUOTA_RESERVED, "True", "QuotaReserved", "", T0),)
-                            if running
-                            else (),
-                        )
-                    )
+    for _, _, cq, lq in _cohort_queues(5, 6):
+        cqs.append(cq)
+        lqs.append(lq)
+        for kind, cpu, priority, count in (("running", 5, 100, 4), ("medium", 5, 100, 70), ("small", 1, 50, 330)):
+            for i in range(count):
+                created = T0 + timedelta(milliseconds=i)
+                admitted_at = T0 if kind == "running" else None
+                wls.append(
+                    _one(lq, f"{cq.name}-{kind}-{i}", cpu, priority=priority, created=created, admitted_at=admitted_at)
+                )
     return Snapshot(cqs, [ResourceFlavor("default")], lqs, wls)
 
 
