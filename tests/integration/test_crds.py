@@ -917,6 +917,40 @@ def test_workload_priority_class_ref_while_quota_is_reserved(cluster: LocalClust
     assert "priorityClassRef cannot be added or removed while the workload has quota reserved" in removed.stderr
 
 
+def test_workload_priority_class_ref_rules_hold_only_while_quota_is_reserved(
+    cluster: LocalCluster, namespace: str
+) -> None:
+    pod_priority = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "batch"}
+    create(cluster, workload("prio-pc", priorityClassRef=pod_priority, priority=1), namespace)
+
+    def change(ref: Manifest | None) -> subprocess.CompletedProcess[str]:
+        return merge_patch(cluster, "workload", "prio-pc", {"spec": {"priorityClassRef": ref}}, namespace=namespace)
+
+    # No reservation yet: every rule's guard is false, so any change is let through.
+    assert change({"name": "other"}).returncode == 0
+    regrouped = change({"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass"})
+    assert regrouped.returncode == 0, regrouped.stderr
+    assert change(None).returncode == 0
+    added = change(pod_priority)
+    assert added.returncode == 0, added.stderr
+    _reserve_quota(cluster, "prio-pc", namespace)
+
+    renamed = change({"name": "other"})
+    status_rewritten = merge_patch(
+        cluster,
+        "workload",
+        "prio-pc",
+        {"status": {"conditions": [condition("QuotaReserved")]}},
+        namespace=namespace,
+        status=True,
+    )
+
+    assert "priorityClassRef.name of a scheduling.k8s.io PriorityClass is immutable" in renamed.stderr
+    assert status_rewritten.returncode == 0, status_rewritten.stderr  # a status write passes every rule
+    stored = json.loads(cluster.kubectl("get", "kwl", "prio-pc", "-n", namespace, "-o", "json").stdout)
+    assert stored["spec"]["priorityClassRef"] == pod_priority
+
+
 def test_flavor_topology_name_is_immutable(cluster: LocalCluster, cluster_scoped: list[tuple[str, str]]) -> None:
     name = unique("tas-flavor")
     create(cluster, resource_flavor(name, nodeLabels={"pool": "tas"}, topologyName="datacenter"))

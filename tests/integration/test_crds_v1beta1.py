@@ -253,3 +253,63 @@ def test_without_turnstile_v1beta2_works_and_v1beta1_reads_fail_with_a_conversio
         assert wpc.returncode == 0, wpc.stderr  # no webhook for the kinds whose versions are the same
     finally:
         cluster.kubectl("delete", "clusterqueue", "no-turnstile", "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_v1beta1_priority_fields_are_immutable_while_quota_is_reserved(
+    cluster: LocalCluster, converting: ConversionServer
+) -> None:
+    body = {
+        "apiVersion": V2,
+        "kind": "Workload",
+        "metadata": {"name": "pinned", "namespace": "default"},
+        "spec": {
+            "queueName": "user-queue",
+            "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "batch"},
+            "priority": 3,
+            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}],
+        },
+    }
+    plural = "workloads.v1beta1.kueue.x-k8s.io"
+
+    def patch_v1(spec: Manifest) -> Any:
+        return cluster.kubectl(
+            "patch", plural, "pinned", "-n", "default", "--type=merge", "-p", json.dumps({"spec": spec}), check=False
+        )
+
+    cluster.kubectl("create", "-f", "-", input=json.dumps(body))
+    try:
+        renamed_before = patch_v1({"priorityClassName": "renamed"})
+        reserved = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "QuotaReserved",
+                        "status": "True",
+                        "reason": "QuotaReserved",
+                        "message": "test",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+                "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 1}]},
+            }
+        }
+        cluster.kubectl(
+            "patch",
+            "workload",
+            "pinned",
+            "-n",
+            "default",
+            "--type=merge",
+            "--subresource=status",
+            "-p",
+            json.dumps(reserved),
+        )
+        renamed_after = patch_v1({"priorityClassName": "batch"})
+        resourced_after = patch_v1({"priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass"})
+
+        assert renamed_before.returncode == 0, renamed_before.stderr  # no reservation: the rules do not apply
+        assert "priorityClassName is immutable while the workload has quota reserved" in renamed_after.stderr
+        assert "priorityClassSource is immutable while the workload has quota reserved" in resourced_after.stderr
+        assert get(cluster, "workloads", "pinned", "v1beta1")["spec"]["priorityClassName"] == "renamed"
+    finally:
+        cluster.kubectl("delete", "workload", "pinned", "-n", "default", "--ignore-not-found", check=False)
