@@ -345,6 +345,10 @@ class Run:
         self.idle_with_pending = 0.0  # seconds with something pending and nothing holding quota
         self._idle_since: float | None = None
         self.timeline: list[tuple[float, str, str, str]] = []  # (seconds since start, event, namespace, name)
+        # Where a hold goes, as the driver sees it (seconds): its sleep's lateness (the driver's own loop), the
+        # finish write's round trip, and from that write's answer to the watch showing it.
+        self.lag: dict[str, list[float]] = {"sleep late": [], "finish PUT": [], "finish answered -> seen": []}
+        self._finish_answered: dict[tuple[str, str], float] = {}
 
     # -- HTTP --
     async def request(
@@ -442,6 +446,9 @@ class Run:
             self._spawn(self.evict(session, key))
         if finished and not t.finished_at:
             t.finished_at = now
+            answered = self._finish_answered.pop(key, None)
+            if answered is not None:
+                self.lag["finish answered -> seen"].append(now - answered)
             self.finished += 1
             if self.finished == self.expected:
                 self.ended = now
@@ -482,7 +489,9 @@ class Run:
     # -- the job stand-in --
     async def finish_later(self, session: aiohttp.ClientSession, key: tuple[str, str], epoch: int) -> None:
         t = self.tracked[key]
+        slept = time.monotonic()
         await asyncio.sleep(t.cls.runtime_ms / 1000)
+        self.lag["sleep late"].append(time.monotonic() - slept - t.cls.runtime_ms / 1000)
         obj = t.latest
         for _ in range(50):
             if t.epoch != epoch or t.finished_at or not _cond(obj, "Admitted") or _cond(obj, "Evicted"):
@@ -499,8 +508,16 @@ class Run:
                     "observedGeneration": (obj.get("metadata") or {}).get("generation", 1),
                 },
             ]
+            sent = time.monotonic()
             code, _ = await self.request(session, "PUT", self._path(key) + "/status", obj | {"status": status})
             self.own_writes["finish"] += 1
+            if code == 200:
+                answered = time.monotonic()
+                self.lag["finish PUT"].append(answered - sent)
+                if t.finished_at:  # the watch was quicker than the answer
+                    self.lag["finish answered -> seen"].append(t.finished_at - answered)
+                else:
+                    self._finish_answered[key] = answered
             if code in (200, 404):
                 return
             code, fresh = await self.request(session, "GET", self._path(key))
@@ -701,6 +718,15 @@ def run_once(
                     sampler.cancel()
 
             asyncio.run(main())
+            if run is not None:
+                for what, values in run.lag.items():
+                    if values:
+                        print(
+                            f"{system}: driver {what}: mean {statistics.fmean(values) * 1000:.0f} ms, p50 "
+                            f"{_percentile(values, 0.5) * 1000:.0f}, p90 {_percentile(values, 0.9) * 1000:.0f} "
+                            f"({len(values)})",
+                            file=sys.stderr,
+                        )
             cpu1 = {
                 "controller": tree_cpu(pid),
                 "apiserver": cpu_seconds(apiserver),
