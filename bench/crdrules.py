@@ -58,8 +58,11 @@ def _condition(kind: str, message: str) -> dict[str, str]:
     }
 
 
-async def _measure(cluster: LocalCluster, apiserver: int, workloads: int, writes: int) -> float:
-    """The API server's CPU milliseconds per status write."""
+async def _measure(
+    cluster: LocalCluster, apiserver: int, workloads: int, writes: int, profile: Path | None = None
+) -> float:
+    """The API server's CPU milliseconds per status write; ``profile``: its CPU profile over the writes, saved
+    there (``go tool pprof -top -cum FILE``)."""
     context = ssl.create_default_context(cafile=str(cluster.pki_dir / "ca.crt"))
     context.load_cert_chain(cluster.pki_dir / "admin.crt", cluster.pki_dir / "admin.key")
     base = cluster.server
@@ -95,18 +98,29 @@ async def _measure(cluster: LocalCluster, apiserver: int, workloads: int, writes
             )
 
         await asyncio.gather(*(rewrite(i, 0) for i in range(workloads)))  # every one holds quota from here on
+
+        async def profiled(seconds: int) -> None:
+            assert profile is not None
+            async with session.get(f"{base}/debug/pprof/profile?seconds={seconds}") as r:
+                data = await r.read()
+            await asyncio.to_thread(profile.write_bytes, data)
+
+        spy = asyncio.ensure_future(profiled(10)) if profile is not None else None
         before = cpu_seconds(apiserver)
         for start in range(0, writes, workloads):
             await asyncio.gather(*(rewrite(i, start + 1) for i in range(min(workloads, writes - start))))
-        return (cpu_seconds(apiserver) - before) * 1000 / writes
+        spent = (cpu_seconds(apiserver) - before) * 1000 / writes
+        if spy is not None:
+            await spy
+        return spent
 
 
-def one(crds: Path, workloads: int, writes: int) -> float:
+def one(crds: Path, workloads: int, writes: int, profile: Path | None = None) -> float:
     with tempfile.TemporaryDirectory(prefix="turnstile-crdrules-", dir=scratch()) as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster", controller_manager=False, crds=crds)
         state = cluster.start()
         try:
-            return asyncio.run(_measure(cluster, state.pids["kube-apiserver"], workloads, writes))
+            return asyncio.run(_measure(cluster, state.pids["kube-apiserver"], workloads, writes, profile))
         finally:
             cluster.stop()
 
@@ -117,6 +131,7 @@ def main() -> None:
     parser.add_argument("--workloads", type=int, default=200)
     parser.add_argument("--writes", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", type=Path, default=None, help="kube-apiserver's CPU profile, first round's")
     args = parser.parse_args()
     print(describe())
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +140,8 @@ def main() -> None:
         for _ in range(args.rounds):
             for label, crds in (("working tree", CRD_DIR), (args.against, other)):
                 started = time.monotonic()
-                figures[label].append(one(crds, args.workloads, args.writes))
+                profile = args.profile if label == "working tree" and not figures[label] else None
+                figures[label].append(one(crds, args.workloads, args.writes, profile))
                 print(f"  {label}: {figures[label][-1]:.3f} ms per write ({time.monotonic() - started:.0f} s)")
     for label, values in figures.items():
         print(f"kube-apiserver CPU per status write, {label}: median {statistics.median(values):.3f} ms")
