@@ -220,41 +220,6 @@ def test_v1beta1_schema_rules_still_hold(
     assert message in done.stderr
 
 
-@pytest.fixture
-def turnstile_down(cluster: LocalCluster) -> None:
-    """The CRDs as committed, with no server behind their conversion webhook (no Turnstile in this cluster)."""
-    restore_committed_conversion(cluster)
-
-
-def test_without_turnstile_v1beta2_works_and_v1beta1_reads_fail_with_a_conversion_error(
-    cluster: LocalCluster, turnstile_down: None
-) -> None:
-    body = {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "no-turnstile"}, "spec": {"cohortName": "c"}}
-    created = cluster.kubectl("create", "-f", "-", input=json.dumps(body), check=False)
-    try:
-        assert created.returncode == 0, created.stderr
-        patched = cluster.kubectl(
-            "patch",
-            "clusterqueues.v1beta2.kueue.x-k8s.io",
-            "no-turnstile",
-            "--type=merge",
-            "-p",
-            '{"spec": {"stopPolicy": "Hold"}}',
-            check=False,
-        )
-        assert patched.returncode == 0, patched.stderr
-        assert get(cluster, "clusterqueues", "no-turnstile", "v1beta2")["spec"]["stopPolicy"] == "Hold"
-
-        as_v1 = cluster.kubectl("get", "clusterqueues.v1beta1.kueue.x-k8s.io", "no-turnstile", check=False)
-        wpc = cluster.kubectl("get", "workloadpriorityclasses.v1beta1.kueue.x-k8s.io", check=False)
-
-        assert as_v1.returncode != 0
-        assert "conversion webhook for kueue.x-k8s.io/v1beta2, Kind=ClusterQueue failed" in as_v1.stderr
-        assert wpc.returncode == 0, wpc.stderr  # no webhook for the kinds whose versions are the same
-    finally:
-        cluster.kubectl("delete", "clusterqueue", "no-turnstile", "--ignore-not-found", "--wait=false", check=False)
-
-
 def test_v1beta1_priority_fields_are_immutable_while_quota_is_reserved(
     cluster: LocalCluster, converting: ConversionServer
 ) -> None:
@@ -313,3 +278,38 @@ def test_v1beta1_priority_fields_are_immutable_while_quota_is_reserved(
         assert get(cluster, "workloads", "pinned", "v1beta1")["spec"]["priorityClassName"] == "renamed"
     finally:
         cluster.kubectl("delete", "workload", "pinned", "-n", "default", "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+def turnstile_down(cluster: LocalCluster) -> None:
+    """The CRDs as committed, with no server behind their conversion webhook (no Turnstile in this cluster)."""
+    restore_committed_conversion(cluster)
+
+
+def test_without_turnstile_v1beta2_works_and_v1beta1_reads_fail_with_a_conversion_error(
+    cluster: LocalCluster, turnstile_down: None
+) -> None:
+    body = {"apiVersion": V2, "kind": "ClusterQueue", "metadata": {"name": "no-turnstile"}, "spec": {"cohortName": "c"}}
+    created = cluster.kubectl("create", "-f", "-", input=json.dumps(body), check=False)
+    try:
+        assert created.returncode == 0, created.stderr
+        patched = cluster.kubectl(
+            "patch",
+            "clusterqueues.v1beta2.kueue.x-k8s.io",
+            "no-turnstile",
+            "--type=merge",
+            "-p",
+            '{"spec": {"stopPolicy": "Hold"}}',
+            check=False,
+        )
+        assert patched.returncode == 0, patched.stderr
+        assert get(cluster, "clusterqueues", "no-turnstile", "v1beta2")["spec"]["stopPolicy"] == "Hold"
+
+        as_v1 = cluster.kubectl("get", "clusterqueues.v1beta1.kueue.x-k8s.io", "no-turnstile", check=False)
+        wpc = cluster.kubectl("get", "workloadpriorityclasses.v1beta1.kueue.x-k8s.io", check=False)
+
+        assert as_v1.returncode != 0
+        assert "conversion webhook for kueue.x-k8s.io/v1beta2, Kind=ClusterQueue failed" in as_v1.stderr
+        assert wpc.returncode == 0, wpc.stderr  # no webhook for the kinds whose versions are the same
+    finally:
+        cluster.kubectl("delete", "clusterqueue", "no-turnstile", "--ignore-not-found", "--wait=false", check=False)
