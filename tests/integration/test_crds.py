@@ -804,7 +804,11 @@ def test_workload_queue_name_changes_until_quota_is_reserved(cluster: LocalClust
 
 
 def test_workload_execution_time_is_immutable_while_admitted(cluster: LocalCluster, namespace: str) -> None:
-    create(cluster, workload("job-b", maximumExecutionTimeSeconds=60), namespace)
+    create(cluster, workload("job-b", maximumExecutionTimeSeconds=30), namespace)
+    before = merge_patch(
+        cluster, "workload", "job-b", {"spec": {"maximumExecutionTimeSeconds": 60}}, namespace=namespace
+    )
+    assert before.returncode == 0, before.stderr  # not admitted yet: the rule's guard does not hold
     _reserve_quota(cluster, "job-b", namespace, admitted=True)
 
     refused = merge_patch(
@@ -824,8 +828,12 @@ def test_reserved_workload_needs_one_assignment_per_podset(cluster: LocalCluster
         }
     }
 
+    not_reserved = copy.deepcopy(status)
+    not_reserved["status"]["conditions"] = [condition("QuotaReserved", "False", reason="Pending")]
+    accepted = merge_patch(cluster, "workload", "job-c", not_reserved, namespace=namespace, status=True)
     refused = merge_patch(cluster, "workload", "job-c", status, namespace=namespace, status=True)
 
+    assert accepted.returncode == 0, accepted.stderr  # the count is checked only with quota reserved
     assert refused.returncode != 0
     assert "podSetAssignments must have the same number of podSets as the spec" in refused.stderr
 
