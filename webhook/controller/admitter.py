@@ -111,6 +111,10 @@ class Admitter:
         self._pending_positions = pending_positions
         self._pending_refresh = pending_refresh
         self._pending_written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
+        # Reasons being written now, each settling to (the version it was built on, the version written), or None
+        # if not written: an admission decided meanwhile waits for it and builds on what it wrote, instead of
+        # conflicting with our own write (a failed write, a read and another pass).
+        self._reasons_landing: dict[Key, asyncio.Future[tuple[int, int] | None]] = {}
         # A Workload's first reason waits until it has been in the front for ``pending_settle``: in a queue that
         # moves, most Workloads pass through the front in a second or two, and a reason written for each (a
         # status write and its events) was a third of the API requests per admission while draining a backlog.
@@ -418,6 +422,14 @@ class Admitter:
         now: datetime.datetime,
     ) -> None:
         key = decision.workload
+        landing = self._reasons_landing.get(key)
+        if landing is not None:
+            # A reason begun before this pass decided: the admission follows it, on the version it wrote when
+            # that is the only change since the version decided on (a reason changes nothing the decision read).
+            landed = await asyncio.shield(landing)
+            current = self._cache.workload(*key)
+            if landed is not None and current is not None and landed == (_version(workload), _version(current)):
+                workload = current
         try:
             async with self._gate:
                 written = await self._kube.replace_status(WORKLOAD, wl_life.admitted(workload, admission, now=now))
@@ -563,11 +575,20 @@ class Admitter:
                     if fresh is None:
                         return
                     body = fresh
-                written = await self._kube.replace_status(WORKLOAD, body)
+                key = decision.workload
+                landing = self._reasons_landing[key] = asyncio.get_running_loop().create_future()
+                try:
+                    written = await self._kube.replace_status(WORKLOAD, body)
+                    # Quiet: a reason changes nothing any pass would decide differently, so it starts none.
+                    self._cache.observe(WORKLOAD, written, quiet=True)
+                    landing.set_result((_version(current), _version(WorkloadRecord.of(written))))
+                finally:
+                    if not landing.done():
+                        landing.set_result(None)
+                    if self._reasons_landing.get(key) is landing:
+                        del self._reasons_landing[key]
         except errors.KubeError:
             return  # a reason is information; the next pass writes it again
-        # Quiet: a reason changes nothing any pass would decide differently, so it does not start one.
-        self._cache.observe(WORKLOAD, written, quiet=True)
         event = self._event(written, type="Warning", reason="Pending", message=decision.message, now=now)
         if event is not None:
             await event

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -387,3 +388,61 @@ async def test_deferred_pending_reasons_are_written_in_the_background_and_draine
         "Job",
     ]
     queue.admitter.cancel()  # nothing left to cancel: a no-op
+
+
+class AnsweredLate(FakeKube):
+    """Applies a pending-reason write (QuotaReserved False) at once but answers it only once ``answer`` is set: the
+    server has it, our cache does not yet. Counts the conflicts it raises."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.applied = asyncio.Event()
+        self.answer = asyncio.Event()
+        self.conflicts = 0
+
+    async def replace_status(self, resource: r.Resource, body: Any, **kwargs: Any) -> Any:
+        try:
+            written = await super().replace_status(resource, body, **kwargs)
+        except Conflict:
+            self.conflicts += 1
+            raise
+        conditions = written.get("status", {}).get("conditions") or []
+        if any(c["type"] == "QuotaReserved" and c["status"] == "False" for c in conditions):
+            self.applied.set()
+            await self.answer.wait()
+        return written
+
+
+async def test_an_admission_decided_while_its_own_reason_is_in_flight_builds_on_that_write() -> None:
+    queue = Queue(cpu="1")
+    kube = queue.kube = AnsweredLate(clock=lambda: NOW)
+    queue.admitter = Admitter(kube, queue.cache, events=EventRecorder(kube), deferred=True)
+    await queue.start()
+    keys = [await queue.submit("first", pods=1), await queue.submit("second", pods=1)]
+    await queue.run_pass()
+    running, waiting = sorted(keys, key=lambda key: not queue.admitted(key))
+    assert queue.admitted(running)
+    assert not queue.admitted(waiting)
+    await asyncio.wait_for(kube.applied.wait(), 5)  # the waiting one's reason is stored; its answer is on its way
+    # The running one finishes and the cache sees that, but not yet the reason written for the waiting one.
+    finished = queue.stored(running)
+    finished["status"]["conditions"].append(
+        {
+            "type": constants.COND_FINISHED,
+            "status": "True",
+            "reason": "Succeeded",
+            "message": "",
+            "lastTransitionTime": "2025-01-01T00:00:01Z",
+        }
+    )
+    queue.cache.observe(r.WORKLOAD, await kube.replace_status(r.WORKLOAD, finished))
+
+    admitting = asyncio.ensure_future(queue.admitter.run_pass(NOW + timedelta(seconds=1)))
+    for _ in range(20):
+        await asyncio.sleep(0)  # the pass admits the waiting one, on the version from before its reason
+    kube.answer.set()
+    await admitting
+    await queue.admitter.drain()
+
+    assert queue.admitted(waiting)
+    assert kube.conflicts == 0  # built on the reason's version: no conflict with our own write
