@@ -5,7 +5,13 @@ Two legs, traced with ``sys.setprofile`` (every Python call whose module is ours
 2. the reconciler: the mutated (suspended) Job created in the in-memory fake of our ``kube`` Protocol with a
    ResourceFlavor, ClusterQueue and LocalQueue, production's wiring (``build_cache`` + ``start_watches`` +
    ``Reconciler.run``) until the Job is released (``suspend: false``).
-For each leg: the distinct modules entered, and the hops (consecutive calls in different modules of ours).
+For each leg: the distinct modules entered, the hops (consecutive calls in different modules of ours), and the
+re-entries: hops into a module the walk had already been in and left for others (the walk coming back to a module
+rather than going on), in all and for the modules with the most, with the hops that come back most often (``a>b``:
+a call in ``a`` followed by one in ``b``, which ``b`` had been left before). A straight line has none: each module
+entered once. Only calls count (``sys.setprofile``'s "call" events): a callee returning to its caller is not a
+re-entry, its caller calling into that module again is. The reconciler leg depends on timing (how many passes
+and resyncs run before the release), so its counts vary by some tens from run to run.
 Printed, never asserted. Usage: ``.venv/bin/python -m bench.walk``.
 """
 
@@ -15,6 +21,7 @@ import asyncio
 import base64
 import sys
 import types
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,6 +46,9 @@ class Trace:
     def __init__(self) -> None:
         self.modules: list[str] = []
         self.hops = 0
+        self.reentries: Counter[str] = Counter()  # per module re-entered
+        self.returns: Counter[str] = Counter()  # per hop "left>re-entered"
+        self._seen: set[str] = set()
         self._last = ""
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
@@ -47,11 +57,20 @@ class Trace:
         module = str(frame.f_globals.get("__name__", ""))
         if not module.startswith("webhook."):
             return
-        if module not in self.modules:
+        if module == self._last:
+            return
+        self.hops += 1
+        if module in self._seen:
+            self.reentries[module] += 1
+            self.returns[f"{short(self._last)}>{short(module)}"] += 1
+        else:
+            self._seen.add(module)
             self.modules.append(module)
-        if module != self._last:
-            self.hops += 1
-            self._last = module
+        self._last = module
+
+
+def short(module: str) -> str:
+    return module.removeprefix("webhook.")
 
 
 @contextmanager
@@ -140,9 +159,13 @@ async def release(mutated: dict[str, Any]) -> Trace:
     return trace
 
 
-def report(leg: str, trace: Trace) -> None:
-    print(f"{leg}: {len(trace.modules)} modules, {trace.hops} hops")
-    print("  " + " ".join(m.removeprefix("webhook.") for m in trace.modules))
+def report(leg: str, trace: Trace, *, top: int = 12) -> None:
+    reentries = sum(trace.reentries.values())
+    print(f"{leg}: {len(trace.modules)} modules, {trace.hops} hops, {reentries} re-entries")
+    print("  " + " ".join(short(m) for m in trace.modules))
+    if reentries:
+        print("  most re-entered: " + ", ".join(f"{short(m)} {n}" for m, n in trace.reentries.most_common(top)))
+        print("  most frequent returns: " + ", ".join(f"{hop} {n}" for hop, n in trace.returns.most_common(top)))
 
 
 def main() -> None:
