@@ -2,7 +2,8 @@
 
 Owns: ``ObjectView`` (any object: the metadata every object has, its ``spec`` and ``status`` as mappings),
 ``PodTemplateView``, and the views of the kinds read by more than their name: ``BatchJob`` (a batch/v1 Job's
-counts and states as the Job controller reports them), ``Pod`` (gates, phase, readiness, deletion) and
+counts and states as the Job controller reports them), ``PriorityClass`` (its value, for a PriorityClass and a
+WorkloadPriorityClass alike), ``Pod`` (gates, phase, readiness, deletion) and
 ``WorkloadRecord`` (a Workload whole, as what writes it or compares a job with it reads it: its pod sets with their
 templates as recorded, its admission's assignments, conditions, activeness and requeue state; the split with
 ``webhook.api.model.Workload``, which decisions read, is explained there).
@@ -145,6 +146,12 @@ class PodTemplateView(_Described, frozen=True):
         containers, init = ([section(c, "resources") for c in entries(self.spec, k)] for k in _CONTAINER_KEYS)
         return containers, init
 
+    @property
+    def priority_class_name(self) -> str | None:
+        """The pods' ``priorityClassName``; None when missing or empty."""
+        value = self.spec.get("priorityClassName")
+        return str(value) if value else None
+
 
 # -- the kinds read by more than their metadata ----------------------------------------------------------------
 
@@ -205,6 +212,19 @@ class BatchJob(ObjectView, frozen=True):
     def has_condition(self, type_: str) -> bool:
         """Some condition of ``type_`` says True."""
         return any(c.get("type") == type_ and c.get("status") == "True" for c in self.conditions)
+
+
+class PriorityClass(ObjectView, frozen=True):
+    """A scheduling.k8s.io PriorityClass or a WorkloadPriorityClass: both hold their ``value`` (and a PriorityClass
+    its ``globalDefault``) at the top level, without a spec."""
+
+    @property
+    def value(self) -> int:
+        return int(self.raw.get("value", 0))
+
+    @property
+    def global_default(self) -> bool:
+        return bool(self.raw.get("globalDefault"))
 
 
 class Pod(ObjectView, frozen=True):

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple, TypeVar
 
 from webhook.api import constants, model
-from webhook.api.views import ObjectView, Pod, WorkloadRecord, view_of
+from webhook.api.views import ObjectView, Pod, PriorityClass, WorkloadRecord, view_of
 from webhook.controller.informer import ChangeType
 from webhook.controller.interner import Interner
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
@@ -398,11 +398,11 @@ class ClusterCache:
     def resource_flavors(self) -> list[ObjectView]:
         return self.views(r.RESOURCE_FLAVOR, ObjectView)
 
-    def workload_priority_classes(self) -> list[ObjectView]:
-        return self.views(r.WORKLOAD_PRIORITY_CLASS, ObjectView)
+    def workload_priority_classes(self) -> list[PriorityClass]:
+        return self.views(r.WORKLOAD_PRIORITY_CLASS, PriorityClass)
 
-    def priority_classes(self) -> list[ObjectView]:
-        return self.views(r.PRIORITY_CLASS, ObjectView)
+    def priority_classes(self) -> list[PriorityClass]:
+        return self.views(r.PRIORITY_CLASS, PriorityClass)
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
         """What the API server adds to pods in ``namespace`` (LimitRange defaults, RuntimeClass overhead)."""

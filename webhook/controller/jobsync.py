@@ -320,7 +320,7 @@ class JobSync:
         return result
 
     def _priority(self, job: ObjectView) -> Priority:
-        return self._machine.priority(job, template_spec=self._adapter.priority_template(job))
+        return self._machine.priority(job, template=self._adapter.priority_template(job))
 
     async def _create_workload(self, job: ObjectView) -> None:
         priority = self._priority(job)

@@ -239,7 +239,7 @@ class PodGroupSync:
 
     async def _create(self, pods: Sequence[Pod], *, size: int | None = None) -> None:
         first = pods[0]
-        priority = self._machine.priority(first, template_spec=pod_group.ADAPTER.priority_template(first))
+        priority = self._machine.priority(first, template=pod_group.ADAPTER.priority_template(first))
         body = pod_group.workload_for(pods, priority=priority.value, size=size)
         if priority.class_name and priority.source:
             body["spec"]["priorityClassRef"] = priority_class_ref_wire(priority.source, priority.class_name)

@@ -295,8 +295,8 @@ class BatchJobAdapter:
     def pod_count(self, job: ObjectView) -> int:
         return pod_count(job)
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        return view_of(BatchJob, job).template.spec
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        return view_of(BatchJob, job).template
 
     def is_suspended(self, job: ObjectView) -> bool:
         return is_suspended(job)

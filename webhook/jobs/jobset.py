@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.views import BatchJob, ObjectView, WorkloadRecord, entries, section
+from webhook.api.views import BatchJob, ObjectView, PodTemplateView, WorkloadRecord, entries, section
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults
@@ -60,11 +60,11 @@ class JobSetAdapter:
     def pod_count(self, job: ObjectView) -> int:
         return sum(s.count for s in slots(job))
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
         # Kueue: the first replicated job whose pods name a PriorityClass.
-        raw = job.raw
-        specs = [suspendable.get_path(raw, (*s.path, "spec")) or {} for s in slots(job)]
-        return next((s for s in specs if s.get("priorityClassName")), specs[0] if specs else {})
+        templates = [suspendable.template_at(job, s.path) for s in slots(job)]
+        named = (t for t in templates if t.priority_class_name)
+        return next(named, templates[0] if templates else PodTemplateView.of(None))
 
     def is_suspended(self, job: ObjectView) -> bool:
         return suspendable.is_suspended(job)

@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.api.constants import PODSET_LABEL
 from webhook.api.copies import writable, writable_value
-from webhook.api.views import AssignedPodSet, ObjectView, PodTemplateView, Raw, entries, section
+from webhook.api.views import ObjectView, PodTemplateView, Raw, WorkloadRecord, entries, section
 
 JSON = dict[str, Any]
 
@@ -41,13 +41,14 @@ class PodSetInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-def podset_infos(admission: Raw, flavors: Mapping[str, Raw]) -> dict[str, PodSetInfo]:
-    """PodSetInfo per PodSet name from a Workload's ``status.admission`` and the ResourceFlavor objects.
+def podset_infos(workload: WorkloadRecord, flavors: Mapping[str, ObjectView]) -> dict[str, PodSetInfo]:
+    """PodSetInfo per PodSet name from a Workload's admission (``status.admission``) and the ResourceFlavors by
+    name.
 
     A missing flavor is an error: releasing the job without its node labels would place it on the wrong nodes.
     """
     infos: dict[str, PodSetInfo] = {}
-    for assignment in map(AssignedPodSet, entries(admission, "podSetAssignments")):
+    for assignment in workload.assignments:
         name = assignment.raw["name"]
         selector: dict[str, str] = {}
         tolerations: list[JSON] = []
@@ -55,7 +56,7 @@ def podset_infos(admission: Raw, flavors: Mapping[str, Raw]) -> dict[str, PodSet
             flavor = flavors.get(flavor_name)
             if flavor is None:
                 raise PodSetMergeError(f"ResourceFlavor {flavor_name!r} assigned to podSet {name!r} does not exist")
-            spec = ObjectView.of(flavor).spec
+            spec = flavor.spec
             for key, value in section(spec, "nodeLabels").items():
                 if selector.get(key, value) != value:
                     raise PodSetMergeError(

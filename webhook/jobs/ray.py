@@ -99,9 +99,8 @@ class _RayKind:
     def pod_count(self, job: ObjectView) -> int:
         return sum(s.count for s in self.slots(job))
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        head = self.slots(job)[0]
-        return suspendable.get_path(job.raw, (*head.path, "spec")) or {}
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        return suspendable.template_at(job, self.slots(job)[0].path)
 
     def is_suspended(self, job: ObjectView) -> bool:
         return suspendable.is_suspended(job)

@@ -62,6 +62,12 @@ def set_path(obj: Any, path: Sequence[str | int], value: Any) -> None:
     obj[path[-1]] = value
 
 
+def template_at(job: ObjectView, path: Sequence[str | int]) -> PodTemplateView:
+    """The pod template at ``path`` in ``job``; an empty one when there is none (or not an object) there."""
+    template = get_path(job.raw, path)
+    return PodTemplateView.of(template if isinstance(template, Mapping) else None)
+
+
 def pod_sets(job: ObjectView, slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
     raw = job.raw
     return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(raw, s.path) or {})} for s in slots]

@@ -6,19 +6,19 @@ import copy
 
 import pytest
 
-from tests.unit.jobs.builders import make_admission, make_flavor, make_job
+from tests.unit.jobs.builders import admitted_with, flavor_views, make_admission, make_flavor, make_job
 from webhook.jobs.podset import PodSetMergeError, inject, podset_infos, restore
 
 SPOT_TOLERATION = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
-FLAVORS = {
-    "on-demand": make_flavor("on-demand", node_labels={"instance": "on-demand"}),
-    "spot": make_flavor("spot", node_labels={"instance": "spot"}, tolerations=[SPOT_TOLERATION]),
-    "gpu": make_flavor("gpu", node_labels={"accelerator": "a100"}),
-}
+FLAVORS = flavor_views(
+    make_flavor("on-demand", node_labels={"instance": "on-demand"}),
+    make_flavor("spot", node_labels={"instance": "spot"}, tolerations=[SPOT_TOLERATION]),
+    make_flavor("gpu", node_labels={"accelerator": "a100"}),
+)
 
 
 def test_infos_union_node_labels_of_all_assigned_flavors() -> None:
-    infos = podset_infos(make_admission(main={"cpu": "spot", "nvidia.com/gpu": "gpu"}), FLAVORS)
+    infos = podset_infos(admitted_with(make_admission(main={"cpu": "spot", "nvidia.com/gpu": "gpu"})), FLAVORS)
     assert dict(infos["main"].node_selector) == {"instance": "spot", "accelerator": "a100"}
     assert list(infos["main"].tolerations) == [SPOT_TOLERATION]
     assert dict(infos["main"].labels) == {"kueue.x-k8s.io/podset": "main"}
@@ -35,7 +35,7 @@ def test_infos_union_node_labels_of_all_assigned_flavors() -> None:
 )
 def test_infos_refuse_what_cannot_be_placed(admission: dict[str, object], message: str) -> None:
     with pytest.raises(PodSetMergeError, match=message):
-        podset_infos(admission, FLAVORS)
+        podset_infos(admitted_with(admission), FLAVORS)
 
 
 def test_inject_then_restore_round_trips_the_template() -> None:
@@ -43,7 +43,7 @@ def test_inject_then_restore_round_trips_the_template() -> None:
         "template"
     ]
     before = copy.deepcopy(template)
-    info = podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]
+    info = podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), FLAVORS)["main"]
     injected = inject(template, info)
     assert template == before, "inject must not modify its argument"
     assert injected["spec"]["nodeSelector"] == {"zone": "a", "instance": "spot"}
@@ -53,21 +53,21 @@ def test_inject_then_restore_round_trips_the_template() -> None:
 
 
 def test_inject_is_idempotent() -> None:
-    info = podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]
+    info = podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), FLAVORS)["main"]
     once = inject(make_job()["spec"]["template"], info)
     assert inject(once, info) == once
 
 
 def test_inject_refuses_to_override_a_users_node_selector() -> None:
     template = make_job(node_selector={"instance": "on-demand"})["spec"]["template"]
-    info = podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]
+    info = podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), FLAVORS)["main"]
     with pytest.raises(PodSetMergeError, match="instance"):
         inject(template, info)
 
 
 def test_restore_keeps_labels_the_job_controller_added() -> None:
     original = make_job()["spec"]["template"]
-    running = inject(original, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"])
+    running = inject(original, podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), FLAVORS)["main"])
     running["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = "abc"
     assert restore(running, original)["metadata"]["labels"] == {"batch.kubernetes.io/controller-uid": "abc"}
 
@@ -75,7 +75,10 @@ def test_restore_keeps_labels_the_job_controller_added() -> None:
 def test_restore_gives_back_a_template_without_metadata_as_it_was() -> None:
     template = make_job()["spec"]["template"]
     del template["metadata"]
-    injected = inject(template, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"])
+    injected = inject(template, podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), FLAVORS)["main"])
     assert restore(injected, template) == template
     kept = {"metadata": {}, "spec": template["spec"]}  # an empty one recorded is kept
-    assert restore(inject(kept, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]), kept) == kept
+    assert (
+        restore(inject(kept, podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), FLAVORS)["main"]), kept)
+        == kept
+    )
