@@ -70,7 +70,10 @@ def template_at(job: ObjectView, path: Sequence[str | int]) -> PodTemplateView:
 
 def pod_sets(job: ObjectView, slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
     raw = job.raw
-    return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(raw, s.path) or {})} for s in slots]
+    return [
+        {"name": s.name, "count": s.count, "template": defaults.apply(PodTemplateView.of(get_path(raw, s.path)))}
+        for s in slots
+    ]
 
 
 def is_suspended(job: ObjectView) -> bool:
