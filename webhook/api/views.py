@@ -1,6 +1,7 @@
 """Read-only typed views of the Kubernetes objects the job adapters read.
 
-Owns: ``ObjectView`` (any object: the metadata every object has, its ``spec`` and ``status`` as mappings),
+Owns: ``ObjectView`` (any object: the metadata every object has, its key, its ``spec`` and ``status`` as mappings),
+``ObjectKey`` (where an object lives: namespace and name; ``webhook.kube.objects`` names it too),
 ``PodTemplateView``, and the views of the kinds read by more than their name: ``BatchJob`` (a batch/v1 Job's
 counts and states as the Job controller reports them), ``PriorityClass`` (its value, for a PriorityClass and a
 WorkloadPriorityClass alike), ``Pod`` (gates, phase, readiness, deletion) and
@@ -27,7 +28,7 @@ Must not: modify the object it wraps, decide anything about admission or quota, 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -49,6 +50,16 @@ def entries(obj: Raw, key: str) -> Sequence[Any]:
     """``obj[key]`` as a list; missing or null reads as empty."""
     value = obj.get(key)
     return value if value else ()
+
+
+class ObjectKey(NamedTuple):
+    """Where an object lives: namespace ("" for cluster-scoped kinds) and name."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
 class _Described(msgspec.Struct, frozen=True):
@@ -91,6 +102,12 @@ class ObjectView(_Described, frozen=True):
     def uid(self) -> str:
         uid: str = self.metadata["uid"]
         return uid
+
+    @property
+    def key(self) -> ObjectKey:
+        """Where it lives (the cache's key for it); an unnamed object's name reads as ""."""
+        meta = self.metadata
+        return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
 
     def label(self, key: str) -> str | None:
         """A label's value; None when it is missing or empty."""

@@ -49,12 +49,6 @@ class Change(NamedTuple):
     new: Object | None
 
 
-def view_key(view: ObjectView) -> ObjectKey:
-    """Where a viewed object lives: its namespace ("" for cluster-scoped kinds) and name."""
-    meta = view.metadata
-    return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
-
-
 def _version(obj: Object | None) -> int | None:
     # resourceVersions are opaque by contract but etcd revisions in practice; compare only when numeric.
     raw = ((obj or {}).get("metadata") or {}).get("resourceVersion")
@@ -169,11 +163,12 @@ class ClusterCache:
         to, so it does not count in ``wakes`` (what the reconciler's loop waits on); the watch's echo of the same
         version is dropped as already known, so it does not count either.
         """
-        old = self._store(resource).get(key_of(obj))
+        key = key_of(obj)
+        old = self._store(resource).get(key)
         stored, incoming = _version(old), _version(obj)
         if old is not None and (stored is None or incoming is None or incoming <= stored):
             return False
-        self._set(resource, key_of(obj), self._stored(obj), wake=not quiet)
+        self._set(resource, key, self._stored(obj), wake=not quiet)
         return True
 
     def forget(self, resource: Resource, key: ObjectKey) -> None:
@@ -338,7 +333,7 @@ class ClusterCache:
     def typed_workload(self, workload: WorkloadRecord) -> model.Workload:
         """The typed Workload of ``workload``: decoded once per version stored, then shared (a Workload that is not
         the stored one, an older version or one never stored, is decoded each time). Raises ``wire.InvalidObject``."""
-        raw, key = workload.raw, view_key(workload)
+        raw, key = workload.raw, workload.key
         memo = self._typed.get(key)
         if memo is not None and memo[0] is raw:
             return memo[1]
@@ -358,7 +353,7 @@ class ClusterCache:
             view = view_of(kind, memo)
         else:
             view = kind.of(obj)
-        store, key = self._stores.get(resource, {}), view_key(view)
+        store, key = self._stores.get(resource, {}), view.key
         if store.get(key) is obj:
             self._views[id(obj)] = view
             # Review workers ask (``workload``, ``pod_defaults``) from a thread of their own: when the loop replaced
