@@ -44,6 +44,14 @@ def string(raw: object, path: str, *, default: str | None = None) -> str:
     return raw
 
 
+def one_of(raw: object, path: str, allowed: tuple[str, ...], *, default: str | None = None) -> str:
+    """A string that must be one of ``allowed`` (an enum of the schema)."""
+    value = string(raw, path, default=default)
+    if value not in allowed:
+        raise InvalidObject(path, f"{value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
 def optional_string(raw: object, path: str) -> str | None:
     return None if raw is None or raw == "" else string(raw, path)
 

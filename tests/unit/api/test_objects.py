@@ -93,6 +93,17 @@ def test_cluster_queue_defaults() -> None:
             {"preemption": {"withinClusterQueue": "Always"}}, "spec.preemption.withinClusterQueue", id="bad-policy"
         ),
         pytest.param({"stopPolicy": "Pause"}, "spec.stopPolicy", id="bad-stop-policy"),
+        pytest.param({"queueingStrategy": 3}, "spec.queueingStrategy", id="enum-not-a-string"),
+        pytest.param(
+            {"flavorFungibility": {"whenCanBorrow": "Sometimes"}},
+            "spec.flavorFungibility.whenCanBorrow",
+            id="bad-fungibility",
+        ),
+        pytest.param(
+            {"preemption": {"borrowWithinCohort": {"policy": "Any"}}},
+            "spec.preemption.borrowWithinCohort.policy",
+            id="bad-borrow-within-cohort",
+        ),
         pytest.param(
             {
                 "resourceGroups": [
@@ -242,3 +253,8 @@ def test_flavor_eligibility(selector: dict[str, str], tolerations: tuple[Tolerat
         }
     )
     assert (rf.admits(selector, tolerations) is None) is eligible
+
+
+def test_an_enum_outside_the_schema_is_named_with_what_it_may_be() -> None:
+    with pytest.raises(InvalidObject, match=r"spec.stopPolicy: 'Pause' is not one of None, Hold, HoldAndDrain"):
+        parse_cluster_queue({"metadata": {"name": "x"}, "spec": {"stopPolicy": "Pause"}})
