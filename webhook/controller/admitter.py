@@ -180,13 +180,20 @@ class Admitter:
         namespaces = {ns.metadata.get("name", ""): ns.labels for ns in self._cache.views(NAMESPACE, ObjectView)}
         if namespaces != self._last_namespaces:
             self._last_namespaces, self._dirty = namespaces, True
+        cache = self._cache  # the queue objects read, then parsed (again only where their version changed)
+        queues, flavors, local_queues, cohorts = (
+            cache.cluster_queues(),
+            cache.resource_flavors(),
+            cache.local_queues(),
+            cache.cohorts(),
+        )
         return Snapshot(
-            cluster_queues=self._parse_all(self._cache.cluster_queues(), "ClusterQueue", parse_cluster_queue),
-            flavors=self._parse_all(self._cache.resource_flavors(), "ResourceFlavor", parse_resource_flavor),
-            local_queues=self._parse_all(self._cache.local_queues(), "LocalQueue", parse_local_queue),
+            cluster_queues=self._parse_all(queues, "ClusterQueue", parse_cluster_queue),
+            flavors=self._parse_all(flavors, "ResourceFlavor", parse_resource_flavor),
+            local_queues=self._parse_all(local_queues, "LocalQueue", parse_local_queue),
             workloads=workloads,
             namespaces=namespaces,
-            cohorts=self._parse_all(self._cache.cohorts(), "Cohort", parse_cohort),
+            cohorts=self._parse_all(cohorts, "Cohort", parse_cohort),
         )
 
     def _rebuild(self) -> set[Key]:
