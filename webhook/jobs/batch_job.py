@@ -193,7 +193,7 @@ def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count
     spec = result["spec"]
     info = infos.get(DEFAULT_PODSET_NAME)
     if info is not None:
-        spec["template"] = inject(spec.get("template") or {}, info)
+        spec["template"] = inject(view.template, info)
     if admitted_count is not None and admitted_count < view.pod_count:
         # Partial admission: run only as many pods as were admitted.
         spec["parallelism"] = admitted_count
@@ -237,7 +237,7 @@ def restored(job: ObjectView, workload: WorkloadRecord) -> JSON:
     recorded = workload.pod_sets
     if recorded:
         original = recorded[0]
-        result["spec"]["template"] = restore(result["spec"].get("template") or {}, original.template.raw)
+        result["spec"]["template"] = restore(PodTemplateView.of(result["spec"].get("template")), original.template)
         parallelism, count = result["spec"].get("parallelism"), original.count
         if parallelism is not None and count is not None and parallelism < count:
             result["spec"]["parallelism"] = count

@@ -96,7 +96,7 @@ def released(job: ObjectView, slots: Sequence[TemplateSlot], infos: Mapping[str,
     for slot in slots:
         info = infos.get(slot.name)
         if info is not None:
-            set_path(result, slot.path, inject(get_path(result, slot.path) or {}, info))
+            set_path(result, slot.path, inject(PodTemplateView.of(get_path(result, slot.path)), info))
     result["spec"]["suspend"] = False
     (result["metadata"].get("annotations") or {}).pop(STOPPING_ANNOTATION, None)
     return result
@@ -109,7 +109,7 @@ def restored(job: ObjectView, slots: Sequence[TemplateSlot], workload: WorkloadR
         original = recorded.get(slot.name)
         if original is not None:
             current = get_path(result, slot.path) or {}
-            set_path(result, slot.path, restore(current, original.template.raw))
+            set_path(result, slot.path, restore(PodTemplateView.of(current), original.template))
     annotations = result["metadata"].get("annotations") or {}
     annotations.pop(STOPPING_ANNOTATION, None)
     if not annotations:
