@@ -7,6 +7,7 @@ Must not: know any particular kind; each kind's parser lives in the module named
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -64,6 +65,18 @@ def integer(raw: object, path: str, *, default: int | None = None) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int):
         raise InvalidObject(path, f"expected an integer, got {raw!r}")
     return raw
+
+
+def optional_time(raw: object, path: str) -> datetime | None:
+    """An RFC 3339 timestamp (``metav1.Time``); one without a zone is read as UTC."""
+    if raw is None:
+        return None
+    text = string(raw, path)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as err:
+        raise InvalidObject(path, f"not an RFC 3339 time: {text!r}") from err
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def optional_integer(raw: object, path: str) -> int | None:
