@@ -411,7 +411,7 @@ class Admitter:
             await asyncio.gather(self._pending_task, return_exceptions=True)
         await self._events.drain()
 
-    def _event(self, obj: Mapping[str, Any], **fields: Any) -> Awaitable[None] | None:
+    def _event(self, obj: ObjectView, **fields: Any) -> Awaitable[None] | None:
         if self._deferred:
             self._events.record_later(obj, **fields)
             return None
@@ -457,10 +457,11 @@ class Admitter:
             self._metrics.quota_reserved(decision.cluster_queue, wait)
             self._metrics.workload_admitted(decision.cluster_queue, wait)
         note = f"Quota reserved in ClusterQueue {decision.cluster_queue}, wait time since queued was {wait:.0f}s"
+        admitted = WorkloadRecord.of(written)
         for event in (
-            self._event(written, type="Normal", reason="QuotaReserved", message=note, now=now),
+            self._event(admitted, type="Normal", reason="QuotaReserved", message=note, now=now),
             self._event(
-                written, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
+                admitted, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
             ),
         ):
             if event is not None:
@@ -492,7 +493,7 @@ class Admitter:
         if self._metrics is not None:
             self._metrics.workload_preempted(preempting_cq, reason)
             self._metrics.workload_evicted(cq, EVICTED_BY_PREEMPTION)
-        event = self._event(written, type="Normal", reason="Preempted", message=message, now=now)
+        event = self._event(WorkloadRecord.of(written), type="Normal", reason="Preempted", message=message, now=now)
         if event is not None:
             await event
 
@@ -575,13 +576,16 @@ class Admitter:
             return  # a reason is information; the next pass writes it again
         # Quiet: a reason changes nothing any pass would decide differently, so it does not start one.
         self._cache.observe(WORKLOAD, written, quiet=True)
-        event = self._event(written, type="Warning", reason="Pending", message=decision.message, now=now)
+        pending = WorkloadRecord.of(written)
+        event = self._event(pending, type="Warning", reason="Pending", message=decision.message, now=now)
         if event is not None:
             await event
         # Users look at their Job, not its Workload: `kubectl describe job` must say why it waits too.
-        owner = wl_life.controlling_owner(WorkloadRecord.of(written))
+        owner = wl_life.controlling_owner(pending)
         if owner is not None:
-            event = self._event(owner, type="Warning", reason="Pending", message=decision.message, now=now)
+            event = self._event(
+                ObjectView.of(owner), type="Warning", reason="Pending", message=decision.message, now=now
+            )
             if event is not None:
                 await event
 

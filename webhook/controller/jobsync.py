@@ -173,7 +173,7 @@ class JobSync:
                 c | {"reason": "OutOfSync"} if c.get("type") == "Finished" else c for c in body["status"]["conditions"]
             ]
             await self._machine.write_status(body)
-            await self._events.record(job.raw, type="Warning", reason="OutOfSync", message=message, now=now)
+            await self._events.record(job, type="Warning", reason="OutOfSync", message=message, now=now)
             return None
         return workload
 
@@ -247,7 +247,7 @@ class JobSync:
         self._cache.observe(self.resource, result)
         why = "it was created without passing Turnstile's webhook"
         await self._events.record(
-            job.raw,
+            job,
             type="Normal",
             reason="Stopped",
             message=f"{self._adapter.kind.kind} suspended and queued: {why}",
@@ -285,7 +285,7 @@ class JobSync:
         if deleted and ObjectView.of(deleted).metadata.get("deletionTimestamp"):
             self._cache.observe(WORKLOAD, deleted)
         await self._events.record(
-            job.raw, type="Normal", reason="Stopped", message=f"No matching Workload: {why}; queued again", now=now
+            job, type="Normal", reason="Stopped", message=f"No matching Workload: {why}; queued again", now=now
         )
         log.info("discarded a Workload that no longer matches its job: %s", why, extra=object_fields(job.raw))
         if not self._adapter.is_suspended(job):
@@ -314,7 +314,7 @@ class JobSync:
         updated = dict(workload.raw) | {"spec": dict(spec) | {"priority": priority.value, "priorityClassRef": ref}}
         result = await self._replace_workload(updated)
         await self._events.record(
-            job.raw,
+            job,
             type="Normal",
             reason="UpdatedWorkload",
             message=f"Priority follows WorkloadPriorityClass {priority.class_name}: {priority.value}",
@@ -347,7 +347,7 @@ class JobSync:
         pod_sets = self._adapter.pod_sets(job, defaults)
         updated["spec"] = dict(spec) | {"podSets": pod_sets, "queueName": expected_queue}
         result = await self._replace_workload(updated)
-        await self._events.record(job.raw, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
+        await self._events.record(job, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
         return result
 
     async def _start(self, job: ObjectView, workload: WorkloadRecord, infos: Mapping[str, PodSetInfo]) -> None:
@@ -358,7 +358,7 @@ class JobSync:
         result = await self._kube.replace(self.resource, running)
         self._cache.observe(self.resource, result)
         cq = admission.get("clusterQueue", "")
-        await self._events.record(job.raw, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
+        await self._events.record(job, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
 
     async def _stop(self, job: ObjectView, workload: WorkloadRecord, why: str, now: datetime.datetime) -> None:
         # The API server lets a suspended Job's scheduling directives change only once it has no active pods and
@@ -372,7 +372,7 @@ class JobSync:
             )
             self._cache.observe(self.resource, stopped)
         kind = self._adapter.kind.kind
-        await self._events.record(job.raw, type="Normal", reason="Stopped", message=f"{kind} stopped: {why}", now=now)
+        await self._events.record(job, type="Normal", reason="Stopped", message=f"{kind} stopped: {why}", now=now)
         written = self._adapter.view.of(stopped)
         if self._adapter.template_mutable(written):
             await self._restore(written, workload)

@@ -157,4 +157,4 @@ class StateMachine:
         now: datetime.datetime | None = None,
     ) -> None:
         for subject in subjects:
-            await self._events.record(subject.raw, type=type, reason=reason, message=message, now=now)
+            await self._events.record(subject, type=type, reason=reason, message=message, now=now)
