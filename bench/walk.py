@@ -9,9 +9,13 @@ For each leg: the distinct modules entered, the hops (consecutive calls in diffe
 re-entries: hops into a module the walk had already been in and left for others (the walk coming back to a module
 rather than going on), in all and for the modules with the most, with the hops that come back most often (``a>b``:
 a call in ``a`` followed by one in ``b``, which ``b`` had been left before). A straight line has none: each module
-entered once. Only calls count (``sys.setprofile``'s "call" events): a callee returning to its caller is not a
-re-entry, its caller calling into that module again is. The reconciler leg depends on timing (how many passes
-and resyncs run before the release), so its counts vary by some tens from run to run.
+entered once. In all, re-entries are hops minus modules (a hop enters a module either for the first time or
+again); where they happen is what the lists say. Last, the bounces: a call into ``b`` between two calls in ``a``
+(``a>b.function>a``), by the function called: an accessor called from far away, or a helper and its caller
+taking turns, shows up there. Only calls count (``sys.setprofile``'s "call" events): a callee returning to its
+caller is not a re-entry, its caller calling into that module again is; so a generator or comprehension resumed
+between calls into another module re-enters its own each time. The reconciler leg depends on timing (how many
+passes and resyncs run before the release): its counts come in two or three shapes, some tens apart.
 Printed, never asserted. Usage: ``.venv/bin/python -m bench.walk``.
 """
 
@@ -48,8 +52,11 @@ class Trace:
         self.hops = 0
         self.reentries: Counter[str] = Counter()  # per module re-entered
         self.returns: Counter[str] = Counter()  # per hop "left>re-entered"
+        self.bounces: Counter[str] = Counter()  # per "a>b.function>a"
         self._seen: set[str] = set()
         self._last = ""
+        self._before_last = ""
+        self._last_function = ""
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         if event != "call":
@@ -66,7 +73,9 @@ class Trace:
         else:
             self._seen.add(module)
             self.modules.append(module)
-        self._last = module
+        if module == self._before_last:
+            self.bounces[f"{short(module)}>{short(self._last)}.{self._last_function}>{short(module)}"] += 1
+        self._before_last, self._last, self._last_function = self._last, module, frame.f_code.co_qualname
 
 
 def short(module: str) -> str:
@@ -166,6 +175,7 @@ def report(leg: str, trace: Trace, *, top: int = 12) -> None:
     if reentries:
         print("  most re-entered: " + ", ".join(f"{short(m)} {n}" for m, n in trace.reentries.most_common(top)))
         print("  most frequent returns: " + ", ".join(f"{hop} {n}" for hop, n in trace.returns.most_common(top)))
+        print("  most frequent bounces: " + ", ".join(f"{b} {n}" for b, n in trace.bounces.most_common(top)))
 
 
 def main() -> None:
