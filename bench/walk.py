@@ -5,7 +5,17 @@ Two legs, traced with ``sys.setprofile`` (every Python call whose module is ours
 2. the reconciler: the mutated (suspended) Job created in the in-memory fake of our ``kube`` Protocol with a
    ResourceFlavor, ClusterQueue and LocalQueue, production's wiring (``build_cache`` + ``start_watches`` +
    ``Reconciler.run``) until the Job is released (``suspend: false``).
-For each leg: the distinct modules entered, and the hops (consecutive calls in different modules of ours).
+For each leg: the distinct modules entered, the hops (consecutive calls in different modules of ours), and the
+re-entries: hops into a module the walk had already been in and left for others (the walk coming back to a module
+rather than going on), in all and for the modules with the most, with the hops that come back most often (``a>b``:
+a call in ``a`` followed by one in ``b``, which ``b`` had been left before). A straight line has none: each module
+entered once. In all, re-entries are hops minus modules (a hop enters a module either for the first time or
+again); where they happen is what the lists say. Last, the bounces: a call into ``b`` between two calls in ``a``
+(``a>b.function>a``), by the function called: an accessor called from far away, or a helper and its caller
+taking turns, shows up there. Only calls count (``sys.setprofile``'s "call" events): a callee returning to its
+caller is not a re-entry, its caller calling into that module again is; so a generator or comprehension resumed
+between calls into another module re-enters its own each time. The reconciler leg depends on timing (how many
+passes and resyncs run before the release): its counts come in two or three shapes, some tens apart.
 Printed, never asserted. Usage: ``.venv/bin/python -m bench.walk``.
 """
 
@@ -15,6 +25,7 @@ import asyncio
 import base64
 import sys
 import types
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,7 +50,13 @@ class Trace:
     def __init__(self) -> None:
         self.modules: list[str] = []
         self.hops = 0
+        self.reentries: Counter[str] = Counter()  # per module re-entered
+        self.returns: Counter[str] = Counter()  # per hop "left>re-entered"
+        self.bounces: Counter[str] = Counter()  # per "a>b.function>a"
+        self._seen: set[str] = set()
         self._last = ""
+        self._before_last = ""
+        self._last_function = ""
 
     def __call__(self, frame: types.FrameType, event: str, arg: object) -> None:
         if event != "call":
@@ -47,11 +64,22 @@ class Trace:
         module = str(frame.f_globals.get("__name__", ""))
         if not module.startswith("webhook."):
             return
-        if module not in self.modules:
+        if module == self._last:
+            return
+        self.hops += 1
+        if module in self._seen:
+            self.reentries[module] += 1
+            self.returns[f"{short(self._last)}>{short(module)}"] += 1
+        else:
+            self._seen.add(module)
             self.modules.append(module)
-        if module != self._last:
-            self.hops += 1
-            self._last = module
+        if module == self._before_last:
+            self.bounces[f"{short(module)}>{short(self._last)}.{self._last_function}>{short(module)}"] += 1
+        self._before_last, self._last, self._last_function = self._last, module, frame.f_code.co_qualname
+
+
+def short(module: str) -> str:
+    return module.removeprefix("webhook.")
 
 
 @contextmanager
@@ -140,9 +168,14 @@ async def release(mutated: dict[str, Any]) -> Trace:
     return trace
 
 
-def report(leg: str, trace: Trace) -> None:
-    print(f"{leg}: {len(trace.modules)} modules, {trace.hops} hops")
-    print("  " + " ".join(m.removeprefix("webhook.") for m in trace.modules))
+def report(leg: str, trace: Trace, *, top: int = 12) -> None:
+    reentries = sum(trace.reentries.values())
+    print(f"{leg}: {len(trace.modules)} modules, {trace.hops} hops, {reentries} re-entries")
+    print("  " + " ".join(short(m) for m in trace.modules))
+    if reentries:
+        print("  most re-entered: " + ", ".join(f"{short(m)} {n}" for m, n in trace.reentries.most_common(top)))
+        print("  most frequent returns: " + ", ".join(f"{hop} {n}" for hop, n in trace.returns.most_common(top)))
+        print("  most frequent bounces: " + ", ".join(f"{b} {n}" for b, n in trace.bounces.most_common(top)))
 
 
 def main() -> None:

@@ -27,6 +27,7 @@ import pytest
 
 from tests.e2e.kube import eventually, get, is_true, job
 from webhook.api.conversion import V1BETA1, convert
+from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.jobs import batch_job
 from webhook.jobs import workload as wl_life
 from webhook.jobs.naming import job_workload_name
@@ -104,13 +105,14 @@ def _previous_turnstile_state(cluster: LocalCluster) -> list[str]:
                 {"name": "main", "flavors": {"cpu": FLAVOR}, "resourceUsage": {"cpu": "1"}, "count": 1}
             ],
         }
-        status = convert(wl_life.admitted(stored, admission, now=NOW), V1BETA1)["status"]
+        admitted = wl_life.admitted(stored, admission, now=NOW)
+        status = convert(admitted, V1BETA1)["status"]
         status["accumulatedPastExexcutionTimeSeconds"] = 5
         cluster.kubectl(
             "patch", "workloads.v1beta1.kueue.x-k8s.io", stored["metadata"]["name"], "-n", NS,
             "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}),
         )  # fmt: skip
-        infos = podset_infos(admission, {FLAVOR: flavor})
+        infos = podset_infos(WorkloadRecord.of(admitted), {FLAVOR: ObjectView.of(flavor)})
         released = batch_job.released(get(cluster, "job", name, NS), infos)
         cluster.kubectl("replace", "-f", "-", input=json.dumps(released))
         names.append(name)

@@ -95,12 +95,6 @@ class ClusterQueue:
         return self.stop_policy == STOP_NONE and not self.terminating
 
 
-def _one_of(value: str, allowed: tuple[str, ...], path: str) -> str:
-    if value not in allowed:
-        raise wire.InvalidObject(path, f"{value!r} is not one of {', '.join(allowed)}")
-    return value
-
-
 def parse_weight(spec: Mapping[str, Any], path: str) -> Fraction:
     """``fairSharing.weight`` of a ClusterQueue or Cohort spec as an exact fraction (default 1); never negative."""
     raw = wire.mapping(spec.get("fairSharing"), f"{path}.fairSharing").get("weight")
@@ -159,51 +153,49 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueue:
             for i, g in enumerate(wire.items(spec.get("resourceGroups"), "spec.resourceGroups"))
         ),
         cohort=wire.optional_string(wire.first_present(spec, "cohortName", "cohort"), "spec.cohort"),
-        queueing_strategy=_one_of(
-            wire.string(spec.get("queueingStrategy"), "spec.queueingStrategy", default=BEST_EFFORT_FIFO),
-            (STRICT_FIFO, BEST_EFFORT_FIFO),
+        queueing_strategy=wire.one_of(
+            spec.get("queueingStrategy"),
             "spec.queueingStrategy",
+            (STRICT_FIFO, BEST_EFFORT_FIFO),
+            default=BEST_EFFORT_FIFO,
         ),
         namespace_selector=None if selector is None else parse_label_selector(selector, "spec.namespaceSelector"),
         flavor_fungibility=FlavorFungibility(
-            when_can_borrow=_one_of(
-                _FUNGIBILITY_ALIASES.get(borrow, borrow), policies, "spec.flavorFungibility.whenCanBorrow"
+            when_can_borrow=wire.one_of(
+                _FUNGIBILITY_ALIASES.get(borrow, borrow), "spec.flavorFungibility.whenCanBorrow", policies
             ),
-            when_can_preempt=_one_of(
-                _FUNGIBILITY_ALIASES.get(preempt, preempt), policies, "spec.flavorFungibility.whenCanPreempt"
+            when_can_preempt=wire.one_of(
+                _FUNGIBILITY_ALIASES.get(preempt, preempt), "spec.flavorFungibility.whenCanPreempt", policies
             ),
-            preference=_one_of(
-                wire.string(
-                    fung.get("preference"), "spec.flavorFungibility.preference", default=BORROWING_OVER_PREEMPTION
-                ),
-                (BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING),
+            preference=wire.one_of(
+                fung.get("preference"),
                 "spec.flavorFungibility.preference",
+                (BORROWING_OVER_PREEMPTION, PREEMPTION_OVER_BORROWING),
+                default=BORROWING_OVER_PREEMPTION,
             ),
         ),
         preemption=Preemption(
-            within_cluster_queue=_one_of(
-                wire.string(pre.get("withinClusterQueue"), "spec.preemption.withinClusterQueue", default=NEVER),
-                (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL_PRIORITY),
+            within_cluster_queue=wire.one_of(
+                pre.get("withinClusterQueue"),
                 "spec.preemption.withinClusterQueue",
+                (NEVER, LOWER_PRIORITY, LOWER_OR_NEWER_EQUAL_PRIORITY),
+                default=NEVER,
             ),
-            reclaim_within_cohort=_one_of(
-                wire.string(pre.get("reclaimWithinCohort"), "spec.preemption.reclaimWithinCohort", default=NEVER),
-                (NEVER, LOWER_PRIORITY, ANY),
+            reclaim_within_cohort=wire.one_of(
+                pre.get("reclaimWithinCohort"),
                 "spec.preemption.reclaimWithinCohort",
+                (NEVER, LOWER_PRIORITY, ANY),
+                default=NEVER,
             ),
-            borrow_within_cohort=_one_of(
-                wire.string(bwc.get("policy"), "spec.preemption.borrowWithinCohort.policy", default=NEVER),
-                (NEVER, LOWER_PRIORITY),
-                "spec.preemption.borrowWithinCohort.policy",
+            borrow_within_cohort=wire.one_of(
+                bwc.get("policy"), "spec.preemption.borrowWithinCohort.policy", (NEVER, LOWER_PRIORITY), default=NEVER
             ),
             borrow_max_priority_threshold=wire.optional_integer(
                 bwc.get("maxPriorityThreshold"), "spec.preemption.borrowWithinCohort.maxPriorityThreshold"
             ),
         ),
-        stop_policy=_one_of(
-            wire.string(spec.get("stopPolicy"), "spec.stopPolicy", default=STOP_NONE),
-            (STOP_NONE, STOP_HOLD, STOP_HOLD_AND_DRAIN),
-            "spec.stopPolicy",
+        stop_policy=wire.one_of(
+            spec.get("stopPolicy"), "spec.stopPolicy", (STOP_NONE, STOP_HOLD, STOP_HOLD_AND_DRAIN), default=STOP_NONE
         ),
         terminating=meta.get("deletionTimestamp") is not None,
         weight=parse_weight(spec, "spec"),

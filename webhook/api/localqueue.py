@@ -14,7 +14,6 @@ from typing import Any
 from webhook.api import wire
 from webhook.api.clusterqueue import DEFAULT_WEIGHT, STOP_HOLD, STOP_HOLD_AND_DRAIN, STOP_NONE, parse_weight
 from webhook.api.quantity import parse_quantity
-from webhook.api.workload import parse_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,5 +56,5 @@ def _admission_fair_sharing(obj: Mapping[str, Any]) -> dict[str, Any]:
     consumed = wire.mapping(afs.get("consumedResources"), f"{path}.consumedResources")
     return {
         "consumed": {r: parse_quantity(q).nano / 1e9 for r, q in consumed.items()},
-        "last_update": parse_time(afs.get("lastUpdate"), f"{path}.lastUpdate"),
+        "last_update": wire.optional_time(afs.get("lastUpdate"), f"{path}.lastUpdate"),
     }

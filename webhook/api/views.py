@@ -1,8 +1,10 @@
 """Read-only typed views of the Kubernetes objects the job adapters read.
 
-Owns: ``ObjectView`` (any object: the metadata every object has, its ``spec`` and ``status`` as mappings),
+Owns: ``ObjectView`` (any object: the metadata every object has, its key, its ``spec`` and ``status`` as mappings),
+``ObjectKey`` (where an object lives: namespace and name; ``webhook.kube.objects`` names it too),
 ``PodTemplateView``, and the views of the kinds read by more than their name: ``BatchJob`` (a batch/v1 Job's
-counts and states as the Job controller reports them), ``Pod`` (gates, phase, readiness, deletion) and
+counts and states as the Job controller reports them), ``PriorityClass`` (its value, for a PriorityClass and a
+WorkloadPriorityClass alike), ``Pod`` (gates, phase, readiness, deletion) and
 ``WorkloadRecord`` (a Workload whole, as what writes it or compares a job with it reads it: its pod sets with their
 templates as recorded, its admission's assignments, conditions, activeness and requeue state; the split with
 ``webhook.api.model.Workload``, which decisions read, is explained there).
@@ -26,7 +28,7 @@ Must not: modify the object it wraps, decide anything about admission or quota, 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -48,6 +50,16 @@ def entries(obj: Raw, key: str) -> Sequence[Any]:
     """``obj[key]`` as a list; missing or null reads as empty."""
     value = obj.get(key)
     return value if value else ()
+
+
+class ObjectKey(NamedTuple):
+    """Where an object lives: namespace ("" for cluster-scoped kinds) and name."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
 class _Described(msgspec.Struct, frozen=True):
@@ -90,6 +102,12 @@ class ObjectView(_Described, frozen=True):
     def uid(self) -> str:
         uid: str = self.metadata["uid"]
         return uid
+
+    @property
+    def key(self) -> ObjectKey:
+        """Where it lives (the cache's key for it); an unnamed object's name reads as ""."""
+        meta = self.metadata
+        return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
 
     def label(self, key: str) -> str | None:
         """A label's value; None when it is missing or empty."""
@@ -144,6 +162,12 @@ class PodTemplateView(_Described, frozen=True):
         """The ``resources`` of each container and of each init container."""
         containers, init = ([section(c, "resources") for c in entries(self.spec, k)] for k in _CONTAINER_KEYS)
         return containers, init
+
+    @property
+    def priority_class_name(self) -> str | None:
+        """The pods' ``priorityClassName``; None when missing or empty."""
+        value = self.spec.get("priorityClassName")
+        return str(value) if value else None
 
 
 # -- the kinds read by more than their metadata ----------------------------------------------------------------
@@ -205,6 +229,19 @@ class BatchJob(ObjectView, frozen=True):
     def has_condition(self, type_: str) -> bool:
         """Some condition of ``type_`` says True."""
         return any(c.get("type") == type_ and c.get("status") == "True" for c in self.conditions)
+
+
+class PriorityClass(ObjectView, frozen=True):
+    """A scheduling.k8s.io PriorityClass or a WorkloadPriorityClass: both hold their ``value`` (and a PriorityClass
+    its ``globalDefault``) at the top level, without a spec."""
+
+    @property
+    def value(self) -> int:
+        return int(self.raw.get("value", 0))
+
+    @property
+    def global_default(self) -> bool:
+        return bool(self.raw.get("globalDefault"))
 
 
 class Pod(ObjectView, frozen=True):

@@ -7,6 +7,7 @@ Must not: know any particular kind; each kind's parser lives in the module named
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -44,6 +45,14 @@ def string(raw: object, path: str, *, default: str | None = None) -> str:
     return raw
 
 
+def one_of(raw: object, path: str, allowed: tuple[str, ...], *, default: str | None = None) -> str:
+    """A string that must be one of ``allowed`` (an enum of the schema)."""
+    value = string(raw, path, default=default)
+    if value not in allowed:
+        raise InvalidObject(path, f"{value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
 def optional_string(raw: object, path: str) -> str | None:
     return None if raw is None or raw == "" else string(raw, path)
 
@@ -56,6 +65,18 @@ def integer(raw: object, path: str, *, default: int | None = None) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int):
         raise InvalidObject(path, f"expected an integer, got {raw!r}")
     return raw
+
+
+def optional_time(raw: object, path: str) -> datetime | None:
+    """An RFC 3339 timestamp (``metav1.Time``); one without a zone is read as UTC."""
+    if raw is None:
+        return None
+    text = string(raw, path)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError as err:
+        raise InvalidObject(path, f"not an RFC 3339 time: {text!r}") from err
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def optional_integer(raw: object, path: str) -> int | None:

@@ -131,17 +131,6 @@ class Workload:
         return c.last_transition_time if c is not None and c.last_transition_time is not None else self.created
 
 
-def parse_time(raw: object, path: str) -> datetime | None:
-    if raw is None:
-        return None
-    text = wire.string(raw, path)
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError as err:
-        raise wire.InvalidObject(path, f"not an RFC 3339 time: {text!r}") from err
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-
-
 def _parse_pod_set(raw: object, path: str) -> PodSet:
     obj = wire.mapping(raw, path)
     template = wire.mapping(obj.get("template"), f"{path}.template")
@@ -203,7 +192,7 @@ def _parse_condition(raw: object, path: str) -> Condition:
         status=wire.string(obj.get("status"), f"{path}.status"),
         reason=wire.string(obj.get("reason"), f"{path}.reason", default=""),
         message=wire.string(obj.get("message"), f"{path}.message", default=""),
-        last_transition_time=parse_time(obj.get("lastTransitionTime"), f"{path}.lastTransitionTime"),
+        last_transition_time=wire.optional_time(obj.get("lastTransitionTime"), f"{path}.lastTransitionTime"),
     )
 
 
@@ -221,7 +210,7 @@ def parse_workload(obj: Mapping[str, Any]) -> Workload:
         namespace=wire.string(meta.get("namespace"), "metadata.namespace"),
         name=wire.string(meta.get("name"), "metadata.name"),
         uid=wire.string(meta.get("uid"), "metadata.uid", default=""),
-        created=parse_time(meta.get("creationTimestamp"), "metadata.creationTimestamp") or EPOCH,
+        created=wire.optional_time(meta.get("creationTimestamp"), "metadata.creationTimestamp") or EPOCH,
         pod_sets=pod_sets,
         queue_name=wire.string(spec.get("queueName"), "spec.queueName", default=""),
         priority=wire.integer(spec.get("priority"), "spec.priority", default=0),
@@ -232,5 +221,5 @@ def parse_workload(obj: Mapping[str, Any]) -> Workload:
             _parse_condition(c, f"status.conditions[{i}]")
             for i, c in enumerate(wire.items(status.get("conditions"), "status.conditions"))
         ),
-        requeue_at=parse_time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
+        requeue_at=wire.optional_time(requeue.get("requeueAt"), "status.requeueState.requeueAt"),
     )

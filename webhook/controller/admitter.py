@@ -184,13 +184,20 @@ class Admitter:
         namespaces = {ns.metadata.get("name", ""): ns.labels for ns in self._cache.views(NAMESPACE, ObjectView)}
         if namespaces != self._last_namespaces:
             self._last_namespaces, self._dirty = namespaces, True
+        cache = self._cache  # the queue objects read, then parsed (again only where their version changed)
+        queues, flavors, local_queues, cohorts = (
+            cache.cluster_queues(),
+            cache.resource_flavors(),
+            cache.local_queues(),
+            cache.cohorts(),
+        )
         return Snapshot(
-            cluster_queues=self._parse_all(self._cache.cluster_queues(), "ClusterQueue", parse_cluster_queue),
-            flavors=self._parse_all(self._cache.resource_flavors(), "ResourceFlavor", parse_resource_flavor),
-            local_queues=self._parse_all(self._cache.local_queues(), "LocalQueue", parse_local_queue),
+            cluster_queues=self._parse_all(queues, "ClusterQueue", parse_cluster_queue),
+            flavors=self._parse_all(flavors, "ResourceFlavor", parse_resource_flavor),
+            local_queues=self._parse_all(local_queues, "LocalQueue", parse_local_queue),
             workloads=workloads,
             namespaces=namespaces,
-            cohorts=self._parse_all(self._cache.cohorts(), "Cohort", parse_cohort),
+            cohorts=self._parse_all(cohorts, "Cohort", parse_cohort),
         )
 
     def _rebuild(self) -> set[Key]:
@@ -408,7 +415,7 @@ class Admitter:
             await asyncio.gather(self._pending_task, return_exceptions=True)
         await self._events.drain()
 
-    def _event(self, obj: Mapping[str, Any], **fields: Any) -> Awaitable[None] | None:
+    def _event(self, obj: ObjectView, **fields: Any) -> Awaitable[None] | None:
         if self._deferred:
             self._events.record_later(obj, **fields)
             return None
@@ -462,10 +469,11 @@ class Admitter:
             self._metrics.quota_reserved(decision.cluster_queue, wait)
             self._metrics.workload_admitted(decision.cluster_queue, wait)
         note = f"Quota reserved in ClusterQueue {decision.cluster_queue}, wait time since queued was {wait:.0f}s"
+        admitted = WorkloadRecord.of(written)
         for event in (
-            self._event(written, type="Normal", reason="QuotaReserved", message=note, now=now),
+            self._event(admitted, type="Normal", reason="QuotaReserved", message=note, now=now),
             self._event(
-                written, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
+                admitted, type="Normal", reason="Admitted", message=f"Admitted by ClusterQueue {decision.cluster_queue}"
             ),
         ):
             if event is not None:
@@ -497,7 +505,7 @@ class Admitter:
         if self._metrics is not None:
             self._metrics.workload_preempted(preempting_cq, reason)
             self._metrics.workload_evicted(cq, EVICTED_BY_PREEMPTION)
-        event = self._event(written, type="Normal", reason="Preempted", message=message, now=now)
+        event = self._event(WorkloadRecord.of(written), type="Normal", reason="Preempted", message=message, now=now)
         if event is not None:
             await event
 
@@ -581,7 +589,8 @@ class Admitter:
                     written = await self._kube.replace_status(WORKLOAD, body)
                     # Quiet: a reason changes nothing any pass would decide differently, so it starts none.
                     self._cache.observe(WORKLOAD, written, quiet=True)
-                    landing.set_result((_version(current), _version(WorkloadRecord.of(written))))
+                    pending = WorkloadRecord.of(written)
+                    landing.set_result((_version(current), _version(pending)))
                 finally:
                     if not landing.done():
                         landing.set_result(None)
@@ -589,13 +598,15 @@ class Admitter:
                         del self._reasons_landing[key]
         except errors.KubeError:
             return  # a reason is information; the next pass writes it again
-        event = self._event(written, type="Warning", reason="Pending", message=decision.message, now=now)
+        event = self._event(pending, type="Warning", reason="Pending", message=decision.message, now=now)
         if event is not None:
             await event
         # Users look at their Job, not its Workload: `kubectl describe job` must say why it waits too.
-        owner = wl_life.controlling_owner(WorkloadRecord.of(written))
+        owner = wl_life.controlling_owner(pending)
         if owner is not None:
-            event = self._event(owner, type="Warning", reason="Pending", message=decision.message, now=now)
+            event = self._event(
+                ObjectView.of(owner), type="Warning", reason="Pending", message=decision.message, now=now
+            )
             if event is not None:
                 await event
 

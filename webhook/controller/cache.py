@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import NamedTuple, TypeVar
 
 from webhook.api import constants, model
-from webhook.api.views import ObjectView, Pod, WorkloadRecord, view_of
+from webhook.api.views import ObjectView, Pod, PriorityClass, WorkloadRecord, view_of
 from webhook.controller.informer import ChangeType
 from webhook.controller.interner import Interner
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
@@ -47,12 +47,6 @@ class Change(NamedTuple):
     type: ChangeType
     old: Object | None
     new: Object | None
-
-
-def view_key(view: ObjectView) -> ObjectKey:
-    """Where a viewed object lives: its namespace ("" for cluster-scoped kinds) and name."""
-    meta = view.metadata
-    return ObjectKey(meta.get("namespace") or "", meta.get("name") or "")
 
 
 def _version(obj: Object | None) -> int | None:
@@ -169,11 +163,12 @@ class ClusterCache:
         to, so it does not count in ``wakes`` (what the reconciler's loop waits on); the watch's echo of the same
         version is dropped as already known, so it does not count either.
         """
-        old = self._store(resource).get(key_of(obj))
+        key = key_of(obj)
+        old = self._store(resource).get(key)
         stored, incoming = _version(old), _version(obj)
         if old is not None and (stored is None or incoming is None or incoming <= stored):
             return False
-        self._set(resource, key_of(obj), self._stored(obj), wake=not quiet)
+        self._set(resource, key, self._stored(obj), wake=not quiet)
         return True
 
     def forget(self, resource: Resource, key: ObjectKey) -> None:
@@ -338,7 +333,7 @@ class ClusterCache:
     def typed_workload(self, workload: WorkloadRecord) -> model.Workload:
         """The typed Workload of ``workload``: decoded once per version stored, then shared (a Workload that is not
         the stored one, an older version or one never stored, is decoded each time). Raises ``wire.InvalidObject``."""
-        raw, key = workload.raw, view_key(workload)
+        raw, key = workload.raw, workload.key
         memo = self._typed.get(key)
         if memo is not None and memo[0] is raw:
             return memo[1]
@@ -358,7 +353,7 @@ class ClusterCache:
             view = view_of(kind, memo)
         else:
             view = kind.of(obj)
-        store, key = self._stores.get(resource, {}), view_key(view)
+        store, key = self._stores.get(resource, {}), view.key
         if store.get(key) is obj:
             self._views[id(obj)] = view
             # Review workers ask (``workload``, ``pod_defaults``) from a thread of their own: when the loop replaced
@@ -398,11 +393,11 @@ class ClusterCache:
     def resource_flavors(self) -> list[ObjectView]:
         return self.views(r.RESOURCE_FLAVOR, ObjectView)
 
-    def workload_priority_classes(self) -> list[ObjectView]:
-        return self.views(r.WORKLOAD_PRIORITY_CLASS, ObjectView)
+    def workload_priority_classes(self) -> list[PriorityClass]:
+        return self.views(r.WORKLOAD_PRIORITY_CLASS, PriorityClass)
 
-    def priority_classes(self) -> list[ObjectView]:
-        return self.views(r.PRIORITY_CLASS, ObjectView)
+    def priority_classes(self) -> list[PriorityClass]:
+        return self.views(r.PRIORITY_CLASS, PriorityClass)
 
     def pod_defaults(self, namespace: str) -> PodDefaults:
         """What the API server adds to pods in ``namespace`` (LimitRange defaults, RuntimeClass overhead)."""

@@ -20,11 +20,11 @@ Must not: sync anything, or decide what a job needs; it only says where to look.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from webhook.api.views import ObjectView, Pod
-from webhook.controller.cache import Change, ClusterCache, view_key
+from webhook.controller.cache import Change, ClusterCache
 from webhook.controller.workqueue import WorkQueue
 from webhook.jobs import pod_group, registry, suspendable
 from webhook.jobs.adapter import JobKind, PodOwnerAdapter
@@ -57,10 +57,10 @@ class ChangeRouter:
         self._group_pods: dict[ObjectKey, set[ObjectKey]] = {}
         for resource in self._kinds:
             for job in cache.views(resource, ObjectView):
-                self._index_job(resource, view_key(job), job, add=True)
+                self._index_job(resource, job.key, job, add=True)
         if pod_groups:
             for pod in cache.pods():
-                self._index_pod(view_key(pod), pod, add=True)
+                self._index_pod(pod.key, pod, add=True)
         cache.listen(self._on_change)
 
     def add_all(self) -> None:
@@ -73,14 +73,13 @@ class ChangeRouter:
         found = (self._cache.viewed(POD, key, Pod) for key in sorted(self._group_pods.get(group, ())))
         return [pod for pod in found if pod is not None]
 
-    def queues(self) -> Iterable[WorkQueue[ObjectKey]]:
-        yield from self.jobs.values()
-        yield self.groups
-        yield self.workloads
+    def queues(self) -> tuple[WorkQueue[ObjectKey], ...]:
+        return (*self.jobs.values(), self.groups, self.workloads)
 
     def next_retry(self) -> datetime.datetime | None:
         """When the first failed object of any kind is due to be tried again (None: no retry is owed)."""
-        return min((t for q in self.queues() if (t := q.next_retry()) is not None), default=None)
+        retries = [q.next_retry() for q in self.queues()]  # one call per queue, not a generator resumed between
+        return min((t for t in retries if t is not None), default=None)
 
     # -- routing ------------------------------------------------------------------------------------------
 
@@ -117,7 +116,7 @@ class ChangeRouter:
             for child_resource, child in self._children.get(uid, ()):
                 self.jobs[child_resource].add(child)
             for workload in self._cache.workloads_owned_by(uid):
-                self.workloads.add(view_key(workload))
+                self.workloads.add(workload.key)
 
     def _workload_changed(self, change: Change) -> None:
         key = change.key
@@ -156,7 +155,7 @@ class ChangeRouter:
                 self.groups.add(ObjectKey(change.key.namespace, group))
             uid = view.metadata.get("uid")
             for workload in self._cache.workloads_owned_by(str(uid)) if uid else ():
-                self.workloads.add(view_key(workload))
+                self.workloads.add(workload.key)
 
     # -- indexes ------------------------------------------------------------------------------------------
 

@@ -13,10 +13,10 @@ import asyncio
 import datetime
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from webhook.api.conditions import format_time
+from webhook.api.views import ObjectView
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import EVENT
@@ -54,7 +54,7 @@ class EventRecorder:
 
     def record_later(
         self,
-        obj: Mapping[str, Any],
+        obj: ObjectView,
         *,
         type: EventType,
         reason: str,
@@ -92,14 +92,14 @@ class EventRecorder:
 
     async def record(
         self,
-        obj: Mapping[str, Any],
+        obj: ObjectView,
         *,
         type: EventType,
         reason: str,
         message: str,
         now: datetime.datetime | None = None,
     ) -> None:
-        meta = obj.get("metadata") or {}
+        meta = obj.metadata
         namespace = meta.get("namespace") or "default"
         moment = format_time(now or datetime.datetime.now(datetime.UTC))
         note = message.encode()[:MAX_MESSAGE_BYTES].decode(errors="ignore")
@@ -108,8 +108,8 @@ class EventRecorder:
             "kind": "Event",
             "metadata": {"generateName": f"{meta.get('name', 'object')}.", "namespace": namespace},
             "involvedObject": {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
+                "apiVersion": obj.raw.get("apiVersion"),
+                "kind": obj.raw.get("kind"),
                 "name": meta.get("name"),
                 "namespace": meta.get("namespace"),
                 "uid": meta.get("uid"),
@@ -129,4 +129,4 @@ class EventRecorder:
             await self._kube.create(EVENT, body, namespace=namespace)
         except errors.KubeError as exc:
             # object_fields, not a plain {"name": ...}: "name" is a LogRecord attribute, and overwriting it raises.
-            log.warning("could not record event %s: %s", reason, exc, extra=object_fields(obj))
+            log.warning("could not record event %s: %s", reason, exc, extra=object_fields(obj.raw))

@@ -19,7 +19,7 @@ import logging
 
 from webhook.api.constants import RESOURCE_IN_USE_FINALIZER
 from webhook.api.views import ObjectView, entries
-from webhook.controller.cache import ClusterCache, view_key
+from webhook.controller.cache import ClusterCache
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import CLUSTER_QUEUE, RESOURCE_FLAVOR, Resource
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 async def release_in_use(kube: Kube, cache: ClusterCache, resource: Resource, obj: ObjectView) -> bool:
     """Removes the finalizer (if present); returns True when the object is gone (it was being deleted)."""
-    meta, key = obj.metadata, view_key(obj)
+    meta, key = obj.metadata, obj.key
     finalizers = list(entries(meta, "finalizers"))
     if RESOURCE_IN_USE_FINALIZER not in finalizers:
         return False

@@ -101,7 +101,8 @@ class JobSync:
                 await self._adopt(job, now)
             return
         defaults = self._cache.pod_defaults(job.namespace)
-        workload = await self._own_workload(job, defaults, done=finish.done, now=now)
+        prebuilt = suspendable.prebuilt_workload_name(job) is not None
+        workload = await self._own_workload(job, defaults, prebuilt=prebuilt, done=finish.done, now=now)
         if workload is None:
             return
         # 2. A pending Workload follows its suspended Job; the priority follows the priority class label.
@@ -109,20 +110,21 @@ class JobSync:
             self._adapter.is_suspended(job)
             and not workload.holds_quota
             and not workload.finished
-            and suspendable.prebuilt_workload_name(job) is None  # a prebuilt one is the user's: in sync or finished
+            and not prebuilt  # a prebuilt one is the user's: in sync or finished
         ):
-            workload = await self._refresh_pending(job, workload)
+            workload = await self._refresh_pending(job, workload, defaults)
         if not workload.finished:
             workload = await self._refresh_priority(job, workload)
         await self._take_step(job, workload, defaults, finish, now)
 
     async def _own_workload(
-        self, job: ObjectView, defaults: PodDefaults, *, done: bool, now: datetime.datetime
+        self, job: ObjectView, defaults: PodDefaults, *, prebuilt: bool, done: bool, now: datetime.datetime
     ) -> WorkloadRecord | None:
         """1. The one Workload this Job goes on with, owned by it; None when there is nothing more to do now (it was
-        just created, or is being deleted and holds its quota until the Job has stopped)."""
+        just created, or is being deleted and holds its quota until the Job has stopped). ``prebuilt``: the job
+        names a Workload of the user's."""
         workload = self._cache.workload(job.namespace, self._workload_name(job))
-        if suspendable.prebuilt_workload_name(job) is not None:
+        if prebuilt:
             workload = await self._prebuilt(job, workload, defaults, now)
             if workload is None:
                 return None
@@ -133,8 +135,8 @@ class JobSync:
             await self._let_go(job, workload, done=done, now=now)
             return None
         if workload is None:
-            if not done and suspendable.prebuilt_workload_name(job) is None:
-                await self._create_workload(job)
+            if not done and not prebuilt:
+                await self._create_workload(job, defaults)
             return None
         return workload
 
@@ -171,7 +173,7 @@ class JobSync:
                 c | {"reason": "OutOfSync"} if c.get("type") == "Finished" else c for c in body["status"]["conditions"]
             ]
             await self._machine.write_status(body)
-            await self._events.record(job.raw, type="Warning", reason="OutOfSync", message=message, now=now)
+            await self._events.record(job, type="Warning", reason="OutOfSync", message=message, now=now)
             return None
         return workload
 
@@ -245,7 +247,7 @@ class JobSync:
         self._cache.observe(self.resource, result)
         why = "it was created without passing Turnstile's webhook"
         await self._events.record(
-            job.raw,
+            job,
             type="Normal",
             reason="Stopped",
             message=f"{self._adapter.kind.kind} suspended and queued: {why}",
@@ -283,7 +285,7 @@ class JobSync:
         if deleted and ObjectView.of(deleted).metadata.get("deletionTimestamp"):
             self._cache.observe(WORKLOAD, deleted)
         await self._events.record(
-            job.raw, type="Normal", reason="Stopped", message=f"No matching Workload: {why}; queued again", now=now
+            job, type="Normal", reason="Stopped", message=f"No matching Workload: {why}; queued again", now=now
         )
         log.info("discarded a Workload that no longer matches its job: %s", why, extra=object_fields(job.raw))
         if not self._adapter.is_suspended(job):
@@ -312,7 +314,7 @@ class JobSync:
         updated = dict(workload.raw) | {"spec": dict(spec) | {"priority": priority.value, "priorityClassRef": ref}}
         result = await self._replace_workload(updated)
         await self._events.record(
-            job.raw,
+            job,
             type="Normal",
             reason="UpdatedWorkload",
             message=f"Priority follows WorkloadPriorityClass {priority.class_name}: {priority.value}",
@@ -320,31 +322,32 @@ class JobSync:
         return result
 
     def _priority(self, job: ObjectView) -> Priority:
-        return self._machine.priority(job, template_spec=self._adapter.priority_template(job))
+        return self._machine.priority(job, template=self._adapter.priority_template(job))
 
-    async def _create_workload(self, job: ObjectView) -> None:
+    async def _create_workload(self, job: ObjectView, defaults: PodDefaults) -> None:
         priority = self._priority(job)
         body = suspendable.workload_for(
             job,
             kind=self._adapter.kind,
-            pod_sets=self._adapter.pod_sets(job, self._cache.pod_defaults(job.namespace)),
+            pod_sets=self._adapter.pod_sets(job, defaults),
             priority=priority.value,
             priority_class_name=priority.class_name,
             priority_class_source=priority.source,
         )
         await self._machine.create_workload(body, subjects=(job,))
 
-    async def _refresh_pending(self, job: ObjectView, workload: WorkloadRecord) -> WorkloadRecord:
+    async def _refresh_pending(
+        self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults
+    ) -> WorkloadRecord:
         spec = workload.spec
         expected_queue = suspendable.queue_name(job)
-        defaults = self._cache.pod_defaults(job.namespace)
         if self._adapter.matches_workload(job, workload, defaults) and spec.get("queueName") == expected_queue:
             return workload
         updated = dict(workload.raw)
         pod_sets = self._adapter.pod_sets(job, defaults)
         updated["spec"] = dict(spec) | {"podSets": pod_sets, "queueName": expected_queue}
         result = await self._replace_workload(updated)
-        await self._events.record(job.raw, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
+        await self._events.record(job, type="Normal", reason="UpdatedWorkload", message="Workload follows the job")
         return result
 
     async def _start(self, job: ObjectView, workload: WorkloadRecord, infos: Mapping[str, PodSetInfo]) -> None:
@@ -355,7 +358,7 @@ class JobSync:
         result = await self._kube.replace(self.resource, running)
         self._cache.observe(self.resource, result)
         cq = admission.get("clusterQueue", "")
-        await self._events.record(job.raw, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
+        await self._events.record(job, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
 
     async def _stop(self, job: ObjectView, workload: WorkloadRecord, why: str, now: datetime.datetime) -> None:
         # The API server lets a suspended Job's scheduling directives change only once it has no active pods and
@@ -369,7 +372,7 @@ class JobSync:
             )
             self._cache.observe(self.resource, stopped)
         kind = self._adapter.kind.kind
-        await self._events.record(job.raw, type="Normal", reason="Stopped", message=f"{kind} stopped: {why}", now=now)
+        await self._events.record(job, type="Normal", reason="Stopped", message=f"{kind} stopped: {why}", now=now)
         written = self._adapter.view.of(stopped)
         if self._adapter.template_mutable(written):
             await self._restore(written, workload)

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.api.views import ObjectView
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import LEASE
@@ -51,6 +52,28 @@ class LostLeadership(RuntimeError):
 
 # Renewals waiting for their answer at once (one is sent every retry period).
 MAX_IN_FLIGHT = 4
+
+
+class Lease(ObjectView, frozen=True):
+    """A Lease as the elector reads it: who holds it, and the record a holder's every write changes."""
+
+    @property
+    def holder(self) -> str:
+        """``spec.holderIdentity``; "" when nobody holds it."""
+        return str(self.spec.get("holderIdentity") or "")
+
+    @property
+    def record(self) -> tuple[str, object, object]:
+        """Holder, renew time and transitions as written: a candidate waits for this to stay unchanged."""
+        return (self.holder, self.spec.get("renewTime"), self.spec.get("leaseTransitions"))
+
+    @property
+    def transitions(self) -> int:
+        return int(self.spec.get("leaseTransitions") or 0)
+
+    def duration_or(self, default: float) -> float:
+        """``spec.leaseDurationSeconds``, or ``default`` when unset (or zero)."""
+        return float(self.spec.get("leaseDurationSeconds") or default)
 
 
 @dataclass(frozen=True)
@@ -197,20 +220,18 @@ class LeaderElector:
                 return False
             return self._won(sent)
 
-        spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity") or ""
-        seen = (holder, spec.get("renewTime"), spec.get("leaseTransitions"))
-        if seen != self._observed:
-            self._observed, self._observed_at = seen, self._monotonic()
-        if holder and holder != self.identity:
-            duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
-            if self._monotonic() - self._observed_at < duration:
-                self.is_leader = False
-                return False
-        new_spec = dict(spec) | record
+        held = Lease.of(lease)
+        holder = held.holder
+        if held.record != self._observed:
+            self._observed, self._observed_at = held.record, self._monotonic()
+        someone_else = bool(holder) and holder != self.identity
+        if someone_else and self._monotonic() - self._observed_at < held.duration_or(cfg.lease_duration):
+            self.is_leader = False
+            return False
+        new_spec = dict(held.spec) | record
         if holder != self.identity:
             new_spec["acquireTime"] = _micro_time(now)
-            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+            new_spec["leaseTransitions"] = held.transitions + (1 if holder else 0)
         lease["spec"] = new_spec
         sent = self._monotonic()
         try:
@@ -233,7 +254,7 @@ class LeaderElector:
         self.is_leader = False
         try:
             lease = await self._kube.get(LEASE, self._config.name, namespace=self._config.namespace)
-            if (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            if Lease.of(lease).holder != self.identity:
                 return
             lease["spec"] = dict(lease["spec"]) | {"holderIdentity": "", "leaseDurationSeconds": 1}
             await self._kube.replace(LEASE, lease)

@@ -191,7 +191,7 @@ class PodGroupSync:
                 leaving = leaving or (last is not None and pod_group.still_running(Pod.of(last), now))
         why = "evicted" if workload.evicted else "not admitted by a ClusterQueue"
         for pod in running:
-            await self._events.record(pod.raw, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
+            await self._events.record(pod, type="Normal", reason="Stopped", message=f"Pod stopped: {why}", now=now)
         # Gone at once (never on a node): the quota now; still stopping on their nodes: once they are gone.
         if workload.evicted and workload.holds_quota and not leaving:
             await self._machine.write_status(wl_life.released(workload, now=now))
@@ -225,7 +225,7 @@ class PodGroupSync:
             message = (
                 f"Workload follows its {owner.adapter.kind.kind}: {owner.size} pods in queue {owner.queue or queue}"
             )
-            await self._events.record(owner.obj.raw, type="Normal", reason="UpdatedWorkload", message=message, now=now)
+            await self._events.record(owner.obj, type="Normal", reason="UpdatedWorkload", message=message, now=now)
             return WorkloadRecord.of(written)
         if count == owner.size or workload.evicted:
             return workload
@@ -234,12 +234,12 @@ class PodGroupSync:
         result = await self._machine.write_status(
             wl_life.evicted(workload, reason=wl_life.RESIZED, message=message, now=now)
         )
-        await self._events.record(workload.raw, type="Normal", reason="Evicted", message=message, now=now)
+        await self._events.record(workload, type="Normal", reason="Evicted", message=message, now=now)
         return result
 
     async def _create(self, pods: Sequence[Pod], *, size: int | None = None) -> None:
         first = pods[0]
-        priority = self._machine.priority(first, template_spec=pod_group.ADAPTER.priority_template(first))
+        priority = self._machine.priority(first, template=pod_group.ADAPTER.priority_template(first))
         body = pod_group.workload_for(pods, priority=priority.value, size=size)
         if priority.class_name and priority.source:
             body["spec"]["priorityClassRef"] = priority_class_ref_wire(priority.source, priority.class_name)
@@ -253,9 +253,7 @@ class PodGroupSync:
             patch = pod_group.release_patch(pod, infos.get(pod_group.podset_of(pod)))
             result = await self._kube.patch(POD, pod.name, patch, namespace=pod.namespace)
             self._cache.observe(POD, result)
-            await self._events.record(
-                pod.raw, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}"
-            )
+            await self._events.record(pod, type="Normal", reason="Started", message=f"Admitted by ClusterQueue {cq}")
         log.debug("pod group released", extra=object_fields(workload.raw))
 
     async def _keep(self, workload: WorkloadRecord, group: Sequence[Pod], stopping: Sequence[Pod]) -> WorkloadRecord:

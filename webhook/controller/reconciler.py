@@ -36,7 +36,7 @@ from typing import Any
 from webhook.api.configuration import WaitForPodsReady
 from webhook.api.views import ObjectView, Pod, WorkloadRecord
 from webhook.controller.admitter import Admitter
-from webhook.controller.cache import ClusterCache, view_key
+from webhook.controller.cache import ClusterCache
 from webhook.controller.changes import ChangeRouter
 from webhook.controller.events import EventRecorder
 from webhook.controller.finalizer import QueueFinalizers
@@ -203,7 +203,7 @@ class Reconciler:
             workloads, lambda wl: self.workloads.sync(wl, now), queue=self._router.workloads, now=now
         )
         for workload, due in zip(workloads, wakes, strict=True):
-            key = view_key(workload)
+            key = workload.key
             if isinstance(due, datetime.datetime):
                 self._workload_wakes[key] = due
             else:
@@ -262,7 +262,7 @@ class Reconciler:
 
         async def one(item: Any) -> Any:
             obj: ObjectView = item[0] if isinstance(item, list) else item
-            key = _group_key(item) if isinstance(item, list) else view_key(obj)
+            key = _group_key(item) if isinstance(item, list) else obj.key
             try:
                 done = await work(item)
             except errors.Conflict:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from webhook.api.views import ObjectView, WorkloadRecord, section
+from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder, EventType
 from webhook.jobs import workload as wl_life
@@ -113,22 +113,21 @@ class StateMachine:
             await self.write_status(wl_life.released(workload, now=now))
 
     async def _release(self, workload: WorkloadRecord, job: Mechanism, now: datetime.datetime) -> None:
-        admission = section(workload.status, "admission")
-        flavors = {f.name: f.raw for f in self._cache.resource_flavors()}
+        flavors = {f.name: f for f in self._cache.resource_flavors()}
         try:
-            await job.release(workload, podset_infos(admission, flavors), now)
+            await job.release(workload, podset_infos(workload, flavors), now)
         except PodSetMergeError as exc:
             await self.write_status(wl_life.failed_to_start(workload, message=str(exc), now=now))
             await self.tell(job.subjects, type="Warning", reason="FailedToStart", message=str(exc), now=now)
 
     # -- the writes every kind shares ---------------------------------------------------------------------------
 
-    def priority(self, obj: ObjectView, *, template_spec: Mapping[str, Any]) -> Priority:
+    def priority(self, obj: ObjectView, *, template: PodTemplateView) -> Priority:
         return resolve(
             obj,
-            workload_priority_classes={w.name: w.raw for w in self._cache.workload_priority_classes()},
-            priority_classes=[p.raw for p in self._cache.priority_classes()],
-            template_spec=template_spec,
+            workload_priority_classes={w.name: w for w in self._cache.workload_priority_classes()},
+            priority_classes=self._cache.priority_classes(),
+            template=template,
         )
 
     async def create_workload(self, body: Object, *, subjects: Iterable[ObjectView]) -> Object | None:
@@ -158,4 +157,4 @@ class StateMachine:
         now: datetime.datetime | None = None,
     ) -> None:
         for subject in subjects:
-            await self._events.record(subject.raw, type=type, reason=reason, message=message, now=now)
+            await self._events.record(subject, type=type, reason=reason, message=message, now=now)

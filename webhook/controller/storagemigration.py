@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from webhook.api import constants
+from webhook.api.views import ObjectView, entries
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import CUSTOM_RESOURCE_DEFINITION, KUEUE_KINDS, Resource
@@ -33,21 +34,18 @@ class KindReport:
 async def migrate_kind(kube: Kube, resource: Resource) -> KindReport:
     """Rewrites every object of ``resource``, then records that only the storage version is stored."""
     crd_name = f"{resource.plural}.{resource.group}"
-    crd = await kube.get(CUSTOM_RESOURCE_DEFINITION, crd_name)
-    report = KindReport(
-        resource.kind, stored_versions_before=list((crd.get("status") or {}).get("storedVersions") or [])
-    )
+    crd = ObjectView.of(await kube.get(CUSTOM_RESOURCE_DEFINITION, crd_name))
+    report = KindReport(resource.kind, stored_versions_before=list(entries(crd.status, "storedVersions")))
     # 1. Every object, read at the storage version (converted by the API server where needed).
     listed = await kube.list(resource)
     # 2. A no-op write each: re-encoded at the storage version.
-    for obj in listed.items:
-        meta = obj.get("metadata") or {}
+    for obj in map(ObjectView.of, listed.items):
         try:
             await kube.patch(
                 resource,
-                meta["name"],
-                {"metadata": {"resourceVersion": meta["resourceVersion"]}},
-                namespace=meta.get("namespace"),
+                obj.name,
+                {"metadata": {"resourceVersion": obj.metadata["resourceVersion"]}},
+                namespace=obj.metadata.get("namespace"),
             )
             report.rewritten += 1
         except errors.Conflict:

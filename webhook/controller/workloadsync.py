@@ -113,7 +113,7 @@ class WorkloadSync:
         if eviction.requeue_at is not None:  # a pods-ready timeout, requeued with backoff
             body = wl_life.timed_out(workload, message=eviction.message, requeue_at=eviction.requeue_at, now=now)
             await self._write_status(body)
-            await self._events.record(workload.raw, type="Normal", reason="Evicted", message=eviction.message, now=now)
+            await self._events.record(workload, type="Normal", reason="Evicted", message=eviction.message, now=now)
             return
         await self._evict(workload, eviction.reason, eviction.message, now)
 
@@ -155,9 +155,7 @@ class WorkloadSync:
 
     async def _evict(self, workload: WorkloadRecord, reason: str, message: str, now: datetime.datetime) -> None:
         await self._write_status(wl_life.evicted(workload, reason=reason, message=message, now=now))
-        await self._events.record(
-            workload.raw, type="Normal", reason="Evicted", message=f"{reason}: {message}", now=now
-        )
+        await self._events.record(workload, type="Normal", reason="Evicted", message=f"{reason}: {message}", now=now)
         log.info("evicted %s", reason, extra=object_fields(workload.raw))
 
     async def _drop_finalizer(self, workload: WorkloadRecord) -> None:

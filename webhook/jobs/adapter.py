@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from webhook.api.views import ObjectView, WorkloadRecord
+from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord
 from webhook.jobs.poddefaults import PodDefaults
 from webhook.jobs.podset import PodSetInfo
 
@@ -89,8 +89,8 @@ class JobAdapter(Protocol):
         """Kinds this kind's controller creates; their objects are left to this kind while it is enabled."""
         ...
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        """The pod spec whose ``priorityClassName`` gives the job's pod priority (Kueue: the first template)."""
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        """The pod template whose ``priorityClassName`` gives the job's pod priority (Kueue: the first template)."""
         ...
 
 

@@ -22,7 +22,7 @@ from webhook.api.constants import (
 from webhook.api.copies import writable
 from webhook.api.quantity import ZERO, parse_quantity
 from webhook.api.resources import pod_requests
-from webhook.api.views import BatchJob, ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
+from webhook.api.views import AssignedPodSet, BatchJob, ObjectLike, ObjectView, PodTemplateView, WorkloadRecord, view_of
 from webhook.api.workload import priority_class_ref_wire
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.naming import job_workload_name
@@ -89,7 +89,7 @@ def podsets(job: ObjectView, defaults: PodDefaults | None = None) -> list[JSON]:
 
 def _admitted_template(job: BatchJob, defaults: PodDefaults | None) -> JSON:
     """A copy of the Job's pod template as the API server will admit its pods."""
-    return (defaults or PodDefaults()).apply(job.template.raw)
+    return (defaults or PodDefaults()).apply(job.template)
 
 
 def max_execution_time(job: ObjectView) -> int | None:
@@ -147,16 +147,16 @@ def admission_mismatch(job: ObjectView, workload: WorkloadRecord, defaults: PodD
     admitted = _admitted_pod_set(workload)
     if admitted is None:
         return f"the Workload has no admission for pod set {DEFAULT_PODSET_NAME!r} alone"
-    count, usage = admitted
+    count, assignment = admitted
     view = view_of(BatchJob, job)
     wanted = view.pod_count
     if wanted > count:
         return f"the job runs {wanted} pods at once; its Workload was admitted for {count}"
-    return _pod_excess(PodTemplateView.of(_admitted_template(view, defaults)), usage, count)
+    return _pod_excess(PodTemplateView.of(_admitted_template(view, defaults)), assignment, count)
 
 
-def _admitted_pod_set(workload: WorkloadRecord) -> tuple[int, Mapping[str, Any]] | None:
-    """The pod count and resource usage the Workload's one pod set was admitted with; None unless its admission
+def _admitted_pod_set(workload: WorkloadRecord) -> tuple[int, AssignedPodSet] | None:
+    """The pod count the Workload's one pod set was admitted with, and its assignment; None unless its admission
     is for exactly that pod set."""
     spec_sets = {p.name_or(DEFAULT_PODSET_NAME): p for p in workload.pod_sets}
     assignments = workload.assignments
@@ -164,14 +164,15 @@ def _admitted_pod_set(workload: WorkloadRecord) -> tuple[int, Mapping[str, Any]]
     if admitted is None or len(assignments) != 1 or DEFAULT_PODSET_NAME not in spec_sets:
         return None
     count = admitted.count or int(spec_sets[DEFAULT_PODSET_NAME].count or 0)
-    return count, admitted.resource_usage
+    return count, admitted
 
 
-def _pod_excess(template: PodTemplateView, usage: Mapping[str, Any], count: int) -> str | None:
-    """Why a pod of ``template`` asks for more of a resource than ``usage`` charged per pod of ``count``, or None."""
+def _pod_excess(template: PodTemplateView, admitted: AssignedPodSet, count: int) -> str | None:
+    """Why a pod of ``template`` asks for more of a resource than ``admitted`` charged per pod of ``count``, or
+    None."""
     try:
         per_pod = pod_requests(template.spec)
-        charged = {r: parse_quantity(q) for r, q in usage.items()}
+        charged = {r: parse_quantity(q) for r, q in admitted.resource_usage.items()}
     except ValueError as exc:
         return f"cannot compare the job's requests with its admission: {exc}"
     for resource, quantity in sorted(per_pod.items()):
@@ -192,7 +193,7 @@ def released(job: ObjectLike, infos: Mapping[str, PodSetInfo], *, admitted_count
     spec = result["spec"]
     info = infos.get(DEFAULT_PODSET_NAME)
     if info is not None:
-        spec["template"] = inject(spec.get("template") or {}, info)
+        spec["template"] = inject(view.template, info)
     if admitted_count is not None and admitted_count < view.pod_count:
         # Partial admission: run only as many pods as were admitted.
         spec["parallelism"] = admitted_count
@@ -236,7 +237,7 @@ def restored(job: ObjectView, workload: WorkloadRecord) -> JSON:
     recorded = workload.pod_sets
     if recorded:
         original = recorded[0]
-        result["spec"]["template"] = restore(result["spec"].get("template") or {}, original.template.raw)
+        result["spec"]["template"] = restore(PodTemplateView.of(result["spec"].get("template")), original.template)
         parallelism, count = result["spec"].get("parallelism"), original.count
         if parallelism is not None and count is not None and parallelism < count:
             result["spec"]["parallelism"] = count
@@ -295,8 +296,8 @@ class BatchJobAdapter:
     def pod_count(self, job: ObjectView) -> int:
         return pod_count(job)
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        return view_of(BatchJob, job).template.spec
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        return view_of(BatchJob, job).template
 
     def is_suspended(self, job: ObjectView) -> bool:
         return is_suspended(job)

@@ -8,9 +8,6 @@ them (they are owned by the pod), freeing the quota. Needs the ``pod`` integrati
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from webhook.api.views import ObjectView, PodTemplateView
 from webhook.jobs.adapter import JobKind, Problem
 
@@ -24,8 +21,8 @@ class DeploymentAdapter:
     children: tuple[JobKind, ...] = ()
     sizes_group = False  # its pods are admitted one by one: no group to size
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        return PodTemplateView.of(job.spec.get("template")).spec
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        return PodTemplateView.of(job.spec.get("template"))
 
     def template_stamp(self, obj: ObjectView, namespace: str) -> tuple[dict[str, str], dict[str, str]]:
         return {}, {}

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook.api.views import BatchJob, ObjectView, WorkloadRecord, entries, section
+import msgspec
+
+from webhook.api.views import BatchJob, ObjectView, PodTemplateView, Raw, WorkloadRecord, entries, section
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults
@@ -22,28 +24,52 @@ from webhook.jobs.suspendable import TemplateSlot
 JSON = dict[str, Any]
 
 
-def _replicated_jobs(jobset: ObjectView) -> list[Mapping[str, Any]]:
-    return [r for r in entries(jobset.spec, "replicatedJobs") if isinstance(r, Mapping)]
+class ReplicatedJob(msgspec.Struct, frozen=True):
+    """An entry of ``spec.replicatedJobs``: ``replicas`` Jobs made from one Job template."""
+
+    raw: Raw
+
+    @property
+    def name(self) -> str:
+        return str(self.raw.get("name", ""))
+
+    @property
+    def replicas(self) -> int:
+        return int(self.raw.get("replicas", 1))
+
+    @property
+    def pods_per_replica(self) -> int:
+        """The pods one of its Jobs runs at once (its template is a Job's metadata and spec)."""
+        return BatchJob.of(section(self.raw, "template")).pod_count
 
 
-def _pods_per_replica(replicated: Mapping[str, Any]) -> int:
-    """The pods one Job of a replicated job runs at once (its template is a Job's metadata and spec)."""
-    return BatchJob.of(section(replicated, "template")).pod_count
+class ReplicatedJobStatus(msgspec.Struct, frozen=True):
+    """An entry of ``status.replicatedJobsStatus``: how many of a replicated job's Jobs are in each state."""
+
+    raw: Raw
+
+    def jobs(self, state: str) -> int:
+        """Its Jobs ``active``, ``ready`` or ``succeeded``."""
+        return int(self.raw.get(state) or 0)
+
+
+def _replicated_jobs(jobset: ObjectView) -> list[ReplicatedJob]:
+    return [ReplicatedJob(r) for r in entries(jobset.spec, "replicatedJobs") if isinstance(r, Mapping)]
 
 
 def slots(jobset: ObjectView) -> list[TemplateSlot]:
     return [
         TemplateSlot(
-            name=str(r.get("name", "")),
+            name=r.name,
             path=("spec", "replicatedJobs", i, "template", "spec", "template"),
-            count=int(r.get("replicas", 1)) * _pods_per_replica(r),
+            count=r.replicas * r.pods_per_replica,
         )
         for i, r in enumerate(_replicated_jobs(jobset))
     ]
 
 
-def _replicated_job_statuses(jobset: ObjectView) -> list[Mapping[str, Any]]:
-    return list(entries(jobset.status, "replicatedJobsStatus"))
+def _replicated_job_statuses(jobset: ObjectView) -> list[ReplicatedJobStatus]:
+    return [ReplicatedJobStatus(s) for s in entries(jobset.status, "replicatedJobsStatus")]
 
 
 class JobSetAdapter:
@@ -60,11 +86,11 @@ class JobSetAdapter:
     def pod_count(self, job: ObjectView) -> int:
         return sum(s.count for s in slots(job))
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
         # Kueue: the first replicated job whose pods name a PriorityClass.
-        raw = job.raw
-        specs = [suspendable.get_path(raw, (*s.path, "spec")) or {} for s in slots(job)]
-        return next((s for s in specs if s.get("priorityClassName")), specs[0] if specs else {})
+        templates = [suspendable.template_at(job, s.path) for s in slots(job)]
+        named = (t for t in templates if t.priority_class_name)
+        return next(named, templates[0] if templates else PodTemplateView.of(None))
 
     def is_suspended(self, job: ObjectView) -> bool:
         return suspendable.is_suspended(job)
@@ -80,7 +106,7 @@ class JobSetAdapter:
         return self.is_suspended(job)
 
     def has_active_pods(self, job: ObjectView) -> bool:
-        return any(int(s.get("active") or 0) > 0 for s in _replicated_job_statuses(job))
+        return any(s.jobs("active") > 0 for s in _replicated_job_statuses(job))
 
     def released(self, job: ObjectView, infos: Mapping[str, PodSetInfo], counts: Mapping[str, int]) -> JSON:
         return suspendable.released(job, slots(job), infos)
@@ -99,8 +125,8 @@ class JobSetAdapter:
         return Finish(False)
 
     def pods_ready(self, job: ObjectView) -> bool:
-        wanted = sum(int(r.get("replicas", 1)) for r in _replicated_jobs(job))
-        ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in _replicated_job_statuses(job))
+        wanted = sum(r.replicas for r in _replicated_jobs(job))
+        ready = sum(s.jobs("ready") + s.jobs("succeeded") for s in _replicated_job_statuses(job))
         return ready >= wanted
 
     def matches_workload(self, job: ObjectView, workload: WorkloadRecord, defaults: PodDefaults) -> bool:
@@ -110,7 +136,7 @@ class JobSetAdapter:
         return suspendable.admission_mismatch(self.pod_sets(job, defaults), workload)
 
     def shape_changed(self, old: ObjectView, new: ObjectView) -> bool:
-        return _replicated_jobs(old) != _replicated_jobs(new)
+        return [r.raw for r in _replicated_jobs(old)] != [r.raw for r in _replicated_jobs(new)]
 
     def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
         names = [s.name for s in slots(job)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -30,7 +30,7 @@ from webhook.api.constants import (
     QUEUE_NAME_LABEL,
 )
 from webhook.api.copies import writable
-from webhook.api.views import ObjectView, Pod, WorkloadRecord, section
+from webhook.api.views import ObjectView, Pod, PodTemplateView, WorkloadRecord, section
 from webhook.jobs.adapter import JobKind
 from webhook.jobs.naming import pod_workload_name
 from webhook.jobs.podset import PodSetInfo, PodSetMergeError
@@ -268,8 +268,8 @@ class PodGroupAdapter:
     pod_owner = False
     children: tuple[JobKind, ...] = ()
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        return job.spec
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        return PodTemplateView(job.raw, job.metadata, job.spec)  # a pod is its own template
 
 
 ADAPTER = PodGroupAdapter()

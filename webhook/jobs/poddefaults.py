@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook.api.copies import writable
-from webhook.api.views import ObjectView, entries, section
+from webhook.api.views import ObjectView, PodTemplateView, entries, section
 
 JSON = dict[str, Any]
 
@@ -58,9 +58,9 @@ class PodDefaults:
                     requests.setdefault(name, value)
         return limits, requests
 
-    def apply(self, template: Mapping[str, Any]) -> JSON:
+    def apply(self, template: PodTemplateView) -> JSON:
         """A copy of the pod template as the API server will admit its pods."""
-        result = writable(template)
+        result = writable(template.raw)
         spec = result.get("spec")
         if not isinstance(spec, dict):
             return result

@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.api.constants import PODSET_LABEL
 from webhook.api.copies import writable, writable_value
-from webhook.api.views import AssignedPodSet, ObjectView, PodTemplateView, Raw, entries, section
+from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord, entries, section
 
 JSON = dict[str, Any]
 
@@ -41,13 +41,14 @@ class PodSetInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-def podset_infos(admission: Raw, flavors: Mapping[str, Raw]) -> dict[str, PodSetInfo]:
-    """PodSetInfo per PodSet name from a Workload's ``status.admission`` and the ResourceFlavor objects.
+def podset_infos(workload: WorkloadRecord, flavors: Mapping[str, ObjectView]) -> dict[str, PodSetInfo]:
+    """PodSetInfo per PodSet name from a Workload's admission (``status.admission``) and the ResourceFlavors by
+    name.
 
     A missing flavor is an error: releasing the job without its node labels would place it on the wrong nodes.
     """
     infos: dict[str, PodSetInfo] = {}
-    for assignment in map(AssignedPodSet, entries(admission, "podSetAssignments")):
+    for assignment in workload.assignments:
         name = assignment.raw["name"]
         selector: dict[str, str] = {}
         tolerations: list[JSON] = []
@@ -55,7 +56,7 @@ def podset_infos(admission: Raw, flavors: Mapping[str, Raw]) -> dict[str, PodSet
             flavor = flavors.get(flavor_name)
             if flavor is None:
                 raise PodSetMergeError(f"ResourceFlavor {flavor_name!r} assigned to podSet {name!r} does not exist")
-            spec = ObjectView.of(flavor).spec
+            spec = flavor.spec
             for key, value in section(spec, "nodeLabels").items():
                 if selector.get(key, value) != value:
                     raise PodSetMergeError(
@@ -71,10 +72,9 @@ def podset_infos(admission: Raw, flavors: Mapping[str, Raw]) -> dict[str, PodSet
     return infos
 
 
-def inject(template: Raw, info: PodSetInfo) -> JSON:
-    """A copy of ``template`` with the PodSet's node selector, tolerations and labels merged in."""
-    original = PodTemplateView.of(template)
-    result = writable(template)
+def inject(original: PodTemplateView, info: PodSetInfo) -> JSON:
+    """A copy of the template with the PodSet's node selector, tolerations and labels merged in."""
+    result = writable(original.raw)
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
     metadata["labels"] = _merge_map(original.labels, info.labels, what="label")
@@ -88,13 +88,12 @@ def inject(template: Raw, info: PodSetInfo) -> JSON:
     return result
 
 
-def restore(current: Raw, original: Raw) -> JSON:
-    """A copy of ``current`` whose scheduling directives are those of ``original`` (the Workload's record).
+def restore(now: PodTemplateView, recorded: PodTemplateView) -> JSON:
+    """A copy of the template ``now`` whose scheduling directives are those ``recorded`` (the Workload's record).
 
     Labels the Job controller added after creation are kept; everything admission injected is taken back.
     """
-    now, recorded = PodTemplateView.of(current), PodTemplateView.of(original)
-    result = writable(current)
+    result = writable(now.raw)
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
     labels = dict(recorded.labels)
@@ -105,7 +104,7 @@ def restore(current: Raw, original: Raw) -> JSON:
     _set_or_drop(metadata, "annotations", dict(recorded.annotations))
     for key in ("nodeSelector", "tolerations", "schedulingGates"):
         _set_or_drop(spec, key, writable_value(recorded.spec.get(key)))
-    if not metadata and "metadata" not in original:
+    if not metadata and "metadata" not in recorded.raw:
         del result["metadata"]  # injection added it: the template is given back as it was
     return result
 

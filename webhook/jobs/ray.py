@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from webhook.api.copies import writable
-from webhook.api.views import ObjectView, PodTemplateView, WorkloadRecord, entries, section
+from webhook.api.views import ObjectView, PodTemplateView, Raw, WorkloadRecord, entries, section
 from webhook.jobs import suspendable
 from webhook.jobs.adapter import Finish, JobKind, Problem
 from webhook.jobs.poddefaults import PodDefaults
@@ -33,23 +35,53 @@ AUTOSCALING_REFUSED = (
 )
 
 
-def _cluster_slots(cluster_spec: Mapping[str, Any], prefix: tuple[str | int, ...]) -> list[TemplateSlot]:
-    slots = [TemplateSlot(HEAD, (*prefix, "headGroupSpec", "template"), 1)]
-    for i, group in enumerate(entries(cluster_spec, "workerGroupSpecs")):
-        replicas = group.get("replicas")
+class WorkerGroup(msgspec.Struct, frozen=True):
+    """An entry of a Ray cluster's ``workerGroupSpecs``."""
+
+    raw: Raw
+
+    @property
+    def pod_set_name(self) -> str:
+        """Its ``groupName`` in lower case, as Kueue names its pod set."""
+        return str(self.raw.get("groupName", "")).lower()
+
+    @property
+    def pods(self) -> int:
+        """``replicas`` (1 when unset) times ``numOfHosts``."""
+        replicas = self.raw.get("replicas")
         count = 1 if replicas is None else int(replicas)
-        hosts = int(group.get("numOfHosts") or 1)
-        slots.append(
-            TemplateSlot(
-                str(group.get("groupName", "")).lower(), (*prefix, "workerGroupSpecs", i, "template"), count * hosts
-            )
-        )
+        return count * int(self.raw.get("numOfHosts") or 1)
+
+
+class RayClusterSpec(msgspec.Struct, frozen=True):
+    """A RayCluster's ``spec``, or a RayJob's ``spec.rayClusterSpec``: a head group and worker groups."""
+
+    raw: Raw
+
+    @property
+    def head_template(self) -> PodTemplateView:
+        return PodTemplateView.of(section(self.raw, "headGroupSpec").get("template"))
+
+    @property
+    def worker_groups(self) -> list[WorkerGroup]:
+        return [WorkerGroup(g) for g in entries(self.raw, "workerGroupSpecs")]
+
+    @property
+    def autoscaling(self) -> bool:
+        """``enableInTreeAutoscaling`` is true."""
+        return self.raw.get("enableInTreeAutoscaling") is True
+
+
+def _cluster_slots(cluster: RayClusterSpec, prefix: tuple[str | int, ...]) -> list[TemplateSlot]:
+    slots = [TemplateSlot(HEAD, (*prefix, "headGroupSpec", "template"), 1)]
+    for i, group in enumerate(cluster.worker_groups):
+        slots.append(TemplateSlot(group.pod_set_name, (*prefix, "workerGroupSpecs", i, "template"), group.pods))
     return slots
 
 
-def _default_submitter(cluster_spec: Mapping[str, Any]) -> JSON:
+def _default_submitter(cluster: RayClusterSpec) -> JSON:
     """KubeRay's submitter when the RayJob names none: the head's image, 500m CPU and 200Mi asked for."""
-    head = PodTemplateView.of(section(cluster_spec, "headGroupSpec").get("template")).spec
+    head = cluster.head_template.spec
     image = ((head.get("containers") or [{}])[0]).get("image", "")
     container = {
         "name": "ray-job-submitter",
@@ -59,11 +91,11 @@ def _default_submitter(cluster_spec: Mapping[str, Any]) -> JSON:
     return {"spec": {"containers": [container], "restartPolicy": "Never"}}
 
 
-def _problems(cluster_spec: Mapping[str, Any], where: str, *, reserved: tuple[str, ...]) -> list[Problem]:
+def _problems(cluster: RayClusterSpec, where: str, *, reserved: tuple[str, ...]) -> list[Problem]:
     problems: list[Problem] = []
-    if cluster_spec.get("enableInTreeAutoscaling") is True:
+    if cluster.autoscaling:
         problems.append(Problem(f"{where}.enableInTreeAutoscaling", "true", AUTOSCALING_REFUSED))
-    names = [s.name for s in _cluster_slots(cluster_spec, ())[1:]]
+    names = [g.pod_set_name for g in cluster.worker_groups]
     for name in names:
         if name in reserved or names.count(name) > 1 or not name:
             problems.append(
@@ -99,9 +131,8 @@ class _RayKind:
     def pod_count(self, job: ObjectView) -> int:
         return sum(s.count for s in self.slots(job))
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        head = self.slots(job)[0]
-        return suspendable.get_path(job.raw, (*head.path, "spec")) or {}
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        return suspendable.template_at(job, self.slots(job)[0].path)
 
     def is_suspended(self, job: ObjectView) -> bool:
         return suspendable.is_suspended(job)
@@ -146,8 +177,7 @@ class RayJobAdapter(_RayKind):
         return (job.spec.get("submissionMode") or K8S_JOB_MODE) == K8S_JOB_MODE
 
     def slots(self, job: ObjectView) -> list[TemplateSlot]:
-        cluster_spec = section(job.spec, "rayClusterSpec")
-        slots = _cluster_slots(cluster_spec, ("spec", "rayClusterSpec"))
+        slots = _cluster_slots(RayClusterSpec(section(job.spec, "rayClusterSpec")), ("spec", "rayClusterSpec"))
         if self._submits_with_a_job(job):
             slots.append(TemplateSlot(SUBMITTER, ("spec", "submitterPodTemplate"), 1))
         return slots
@@ -158,7 +188,7 @@ class RayJobAdapter(_RayKind):
         result = writable(job.raw)
         spec = result.setdefault("spec", {})
         if self._submits_with_a_job(job) and not spec.get("submitterPodTemplate"):
-            spec["submitterPodTemplate"] = _default_submitter(spec.get("rayClusterSpec") or {})
+            spec["submitterPodTemplate"] = _default_submitter(RayClusterSpec(section(spec, "rayClusterSpec")))
         return result
 
     def has_active_pods(self, job: ObjectView) -> bool:
@@ -181,7 +211,9 @@ class RayJobAdapter(_RayKind):
         if not managed:
             return []  # an unqueued RayJob is KubeRay's business alone
         spec = job.spec
-        problems = _problems(section(spec, "rayClusterSpec"), "spec.rayClusterSpec", reserved=(HEAD, SUBMITTER))
+        problems = _problems(
+            RayClusterSpec(section(spec, "rayClusterSpec")), "spec.rayClusterSpec", reserved=(HEAD, SUBMITTER)
+        )
         if spec.get("clusterSelector"):
             problems.append(
                 Problem(
@@ -200,7 +232,7 @@ class RayClusterAdapter(_RayKind):
     kind = JobKind(GROUP, VERSION, "rayclusters", "RayCluster")
 
     def slots(self, job: ObjectView) -> list[TemplateSlot]:
-        return _cluster_slots(job.spec, ("spec",))
+        return _cluster_slots(RayClusterSpec(job.spec), ("spec",))
 
     def has_active_pods(self, job: ObjectView) -> bool:
         status = job.status
@@ -213,7 +245,7 @@ class RayClusterAdapter(_RayKind):
         return job.status.get("state") == "ready"
 
     def create_problems(self, job: ObjectView, *, managed: bool) -> list[Problem]:
-        return _problems(job.spec, "spec", reserved=(HEAD,)) if managed else []
+        return _problems(RayClusterSpec(job.spec), "spec", reserved=(HEAD,)) if managed else []
 
 
 RAYJOB = RayJobAdapter()

@@ -15,7 +15,6 @@ grouped: its pods are admitted one by one. Needs the ``pod`` integration. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from webhook.api import constants as c
@@ -66,8 +65,8 @@ class StatefulSetAdapter:
     def group_size(self, obj: ObjectView) -> int:
         return replicas(obj)
 
-    def priority_template(self, job: ObjectView) -> Mapping[str, Any]:
-        return _template(job).spec
+    def priority_template(self, job: ObjectView) -> PodTemplateView:
+        return _template(job)
 
     def pod_group(self, obj: ObjectView, namespace: str) -> str:
         name = obj.metadata.get("name") or ""

@@ -62,9 +62,18 @@ def set_path(obj: Any, path: Sequence[str | int], value: Any) -> None:
     obj[path[-1]] = value
 
 
+def template_at(job: ObjectView, path: Sequence[str | int]) -> PodTemplateView:
+    """The pod template at ``path`` in ``job``; an empty one when there is none (or not an object) there."""
+    template = get_path(job.raw, path)
+    return PodTemplateView.of(template if isinstance(template, Mapping) else None)
+
+
 def pod_sets(job: ObjectView, slots: Sequence[TemplateSlot], defaults: PodDefaults) -> list[JSON]:
     raw = job.raw
-    return [{"name": s.name, "count": s.count, "template": defaults.apply(get_path(raw, s.path) or {})} for s in slots]
+    return [
+        {"name": s.name, "count": s.count, "template": defaults.apply(PodTemplateView.of(get_path(raw, s.path)))}
+        for s in slots
+    ]
 
 
 def is_suspended(job: ObjectView) -> bool:
@@ -87,7 +96,7 @@ def released(job: ObjectView, slots: Sequence[TemplateSlot], infos: Mapping[str,
     for slot in slots:
         info = infos.get(slot.name)
         if info is not None:
-            set_path(result, slot.path, inject(get_path(result, slot.path) or {}, info))
+            set_path(result, slot.path, inject(PodTemplateView.of(get_path(result, slot.path)), info))
     result["spec"]["suspend"] = False
     (result["metadata"].get("annotations") or {}).pop(STOPPING_ANNOTATION, None)
     return result
@@ -100,7 +109,7 @@ def restored(job: ObjectView, slots: Sequence[TemplateSlot], workload: WorkloadR
         original = recorded.get(slot.name)
         if original is not None:
             current = get_path(result, slot.path) or {}
-            set_path(result, slot.path, restore(current, original.template.raw))
+            set_path(result, slot.path, restore(PodTemplateView.of(current), original.template))
     annotations = result["metadata"].get("annotations") or {}
     annotations.pop(STOPPING_ANNOTATION, None)
     if not annotations:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NamedTuple, TypeAlias
 
+from webhook.api.views import ObjectKey as ObjectKey  # where an object lives: defined with the views, which know it
+
 # A Kubernetes object exactly as JSON decodes it. Kind-specific TypedDict views live in webhook.api.
 Object: TypeAlias = dict[str, Any]
 # A JSON patch (RFC 6902) operation list, or a merge patch (RFC 7386) object.
@@ -16,16 +18,6 @@ MergePatch: TypeAlias = dict[str, Any]
 PatchType = Literal["merge", "json"]
 PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
-
-
-class ObjectKey(NamedTuple):
-    """Where an object lives: namespace ("" for cluster-scoped kinds) and name."""
-
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
 class ObjectList(NamedTuple):

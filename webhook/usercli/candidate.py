@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.api.constants import QUEUE_NAME_LABEL
-from webhook.api.views import BatchJob
+from webhook.api.views import BatchJob, PriorityClass
 from webhook.api.workload import Workload, parse_workload
 from webhook.core.fit import ADMITTED, PREEMPTING, FitAnswer
 from webhook.jobs import batch_job, priority, registry, suspendable
@@ -57,11 +57,12 @@ def candidate_workload(
     if not (meta.get("labels") or {}).get(QUEUE_NAME_LABEL):
         raise NotAJob(f"the {kind} has no {QUEUE_NAME_LABEL} label: name the LocalQueue it is for")
     job = dict(manifest) | {"metadata": meta | {"uid": meta.get("uid") or "turnstile-fit-candidate"}}
-    wpcs = {str((w.get("metadata") or {}).get("name", "")): w for w in workload_priority_classes}
+    wpcs = {str(w.metadata.get("name", "")): w for w in map(PriorityClass.of, workload_priority_classes)}
+    classes = [PriorityClass.of(p) for p in priority_classes]
     if adapter is not batch_job.ADAPTER:
-        return _other_kind(adapter, job, wpcs, list(priority_classes))
+        return _other_kind(adapter, job, wpcs, classes)
     view = BatchJob.of(job)
-    resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=list(priority_classes))
+    resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=classes)
     try:
         body = batch_job.workload_for(
             view,
@@ -84,12 +85,12 @@ def _suspendable(api_version: str, kind: str) -> SuspendableAdapter | None:
 
 
 def _other_kind(
-    adapter: SuspendableAdapter, job: Obj, wpcs: Mapping[str, Obj], classes: list[Obj]
+    adapter: SuspendableAdapter, job: Obj, wpcs: Mapping[str, PriorityClass], classes: list[PriorityClass]
 ) -> tuple[str, Workload]:
     meta = job["metadata"]
     view = adapter.view.of(job)
     template = adapter.priority_template(view)
-    resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=classes, template_spec=template)
+    resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=classes, template=template)
     subject = f"{adapter.kind.kind} {meta['namespace']}/{meta['name']}"
     try:
         body = suspendable.workload_for(

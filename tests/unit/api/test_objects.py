@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -93,6 +94,17 @@ def test_cluster_queue_defaults() -> None:
             {"preemption": {"withinClusterQueue": "Always"}}, "spec.preemption.withinClusterQueue", id="bad-policy"
         ),
         pytest.param({"stopPolicy": "Pause"}, "spec.stopPolicy", id="bad-stop-policy"),
+        pytest.param({"queueingStrategy": 3}, "spec.queueingStrategy", id="enum-not-a-string"),
+        pytest.param(
+            {"flavorFungibility": {"whenCanBorrow": "Sometimes"}},
+            "spec.flavorFungibility.whenCanBorrow",
+            id="bad-fungibility",
+        ),
+        pytest.param(
+            {"preemption": {"borrowWithinCohort": {"policy": "Any"}}},
+            "spec.preemption.borrowWithinCohort.policy",
+            id="bad-borrow-within-cohort",
+        ),
         pytest.param(
             {
                 "resourceGroups": [
@@ -242,3 +254,18 @@ def test_flavor_eligibility(selector: dict[str, str], tolerations: tuple[Tolerat
         }
     )
     assert (rf.admits(selector, tolerations) is None) is eligible
+
+
+def test_an_enum_outside_the_schema_is_named_with_what_it_may_be() -> None:
+    with pytest.raises(InvalidObject, match=r"spec.stopPolicy: 'Pause' is not one of None, Hold, HoldAndDrain"):
+        parse_cluster_queue({"metadata": {"name": "x"}, "spec": {"stopPolicy": "Pause"}})
+
+
+def test_a_timestamp_without_a_zone_is_read_as_utc_and_a_malformed_one_is_named() -> None:
+    obj = workload_obj()
+    obj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00"
+    assert parse_workload(obj).created == datetime(2026, 1, 1, tzinfo=UTC)
+    obj["metadata"]["creationTimestamp"] = "yesterday"
+    with pytest.raises(InvalidObject, match="not an RFC 3339 time: 'yesterday'") as err:
+        parse_workload(obj)
+    assert err.value.path == "metadata.creationTimestamp"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.api.views import BatchJob, ObjectView, WorkloadRecord
-from webhook.controller.cache import ClusterCache, view_key
+from webhook.controller.cache import ClusterCache
 from webhook.controller.informer import ChangeType
 from webhook.kube import resources as r
 from webhook.kube.objects import Object, ObjectKey
@@ -95,9 +95,9 @@ def test_a_view_keys_its_object_where_the_cache_stores_it() -> None:
     cache = ClusterCache([r.CLUSTER_QUEUE])
     cache.apply(r.CLUSTER_QUEUE, "ADDED", {"metadata": {"name": "cq", "resourceVersion": "1"}})
     (queue,) = cache.cluster_queues()
-    assert view_key(queue) == ObjectKey("", "cq")
+    assert queue.key == ObjectKey("", "cq")
     assert cache.cluster_queue("cq") is queue
-    assert view_key(BatchJob.of(job("1"))) == ObjectKey("ns", "j")
+    assert BatchJob.of(job("1")).key == ObjectKey("ns", "j")
 
 
 def test_a_view_made_while_its_object_is_replaced_is_not_remembered() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from tests.doubles.fakekube import FakeKube
 from tests.unit.jobs.builders import make_admission, make_flavor, make_job
-from webhook.api.views import BatchJob, WorkloadRecord
+from webhook.api.views import BatchJob, ObjectView, WorkloadRecord
 from webhook.controller.events import EventRecorder
 from webhook.controller.jobsync import JobSync
 from webhook.controller.watches import build_cache, resource_of, watch_specs
@@ -28,7 +28,8 @@ async def test_an_evicted_job_is_restored_only_after_its_pods_are_gone_and_then_
     workload = await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(original), priority=0))
     admission = make_admission(main={"cpu": "spot"})
     workload = await kube.replace_status(r.WORKLOAD, wl_life.admitted(WorkloadRecord.of(workload), admission, now=NOW))
-    running = batch_job.released(BatchJob.of(original), podset_infos(admission, {"spot": flavor}))
+    infos = podset_infos(WorkloadRecord.of(workload), {"spot": ObjectView.of(flavor)})
+    running = batch_job.released(BatchJob.of(original), infos)
     running = await kube.replace(r.JOB, running)
     running = await kube.patch_status(
         r.JOB, "train", {"status": {"active": 2, "startTime": "2025-01-01T00:00:00Z"}}, namespace="team-a"
@@ -82,8 +83,8 @@ async def running_job(kube: FakeKube, cache: Any, *, parallelism: int) -> tuple[
     job = await kube.create(r.JOB, make_job("train", parallelism=2))
     workload = await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=0))
     workload = await kube.replace_status(r.WORKLOAD, admitted_for(workload, count=2, cpu_total="2"))
-    admission = workload["status"]["admission"]
-    job = await kube.replace(r.JOB, batch_job.released(BatchJob.of(job), podset_infos(admission, {"spot": flavor})))
+    infos = podset_infos(WorkloadRecord.of(workload), {"spot": ObjectView.of(flavor)})
+    job = await kube.replace(r.JOB, batch_job.released(BatchJob.of(job), infos))
     job["spec"]["parallelism"] = parallelism
     job = await kube.replace(r.JOB, job)
     job = await kube.patch_status(

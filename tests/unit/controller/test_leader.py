@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from tests.doubles.fakekube import FakeKube
-from webhook.controller.leader import LeaderElector, LeaseConfig, LostLeadership
+from webhook.controller.leader import LeaderElector, Lease, LeaseConfig, LostLeadership
 from webhook.kube.resources import LEASE
 
 CONFIG = LeaseConfig(namespace="turnstile-system", lease_duration=15, renew_deadline=10, retry_period=2)
@@ -82,3 +82,24 @@ async def test_hold_raises_when_renewal_keeps_failing() -> None:
 def test_config_rejects_inconsistent_timings() -> None:
     with pytest.raises(ValueError, match="retryPeriod < renewDeadline < leaseDuration"):
         LeaseConfig(namespace="ns", lease_duration=10, renew_deadline=10, retry_period=2)
+
+
+async def test_a_lease_without_a_spec_is_taken_at_once_as_a_free_one() -> None:
+    kube, clock = FakeKube(), Clock()
+    await kube.create(LEASE, {"metadata": {"name": "turnstile-leader", "namespace": "turnstile-system"}})
+    assert await elector(kube, "b", clock).try_acquire_or_renew()
+    lease = await kube.get(LEASE, "turnstile-leader", namespace="turnstile-system")
+    assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("b", 0)
+
+
+@pytest.mark.parametrize(
+    ("spec", "holder", "duration"),
+    [
+        pytest.param(None, "", 15.0, id="no-spec-is-free"),
+        pytest.param({"holderIdentity": "a"}, "a", 15.0, id="duration-defaults-to-ours"),
+        pytest.param({"holderIdentity": "a", "leaseDurationSeconds": 40}, "a", 40.0, id="duration-as-written"),
+    ],
+)
+def test_the_lease_is_read_with_defaults(spec: dict[str, object] | None, holder: str, duration: float) -> None:
+    lease = Lease.of({"metadata": {"name": "l"}, "spec": spec})
+    assert (lease.holder, lease.duration_or(CONFIG.lease_duration), lease.transitions) == (holder, duration, 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from webhook.api.views import Pod
+from webhook.api.views import ObjectView, Pod, WorkloadRecord
 
 JSON = dict[str, Any]
 
@@ -67,6 +67,16 @@ def make_admission(cluster_queue: str = "cq", **flavors_by_podset: dict[str, str
             {"name": name, "flavors": flavors, "count": 1} for name, flavors in flavors_by_podset.items()
         ],
     }
+
+
+def admitted_with(admission: JSON) -> WorkloadRecord:
+    """A Workload whose ``status.admission`` is ``admission`` (what ``podset_infos`` reads of it)."""
+    return WorkloadRecord.of({"status": {"admission": admission}})
+
+
+def flavor_views(*flavors: JSON) -> dict[str, ObjectView]:
+    """ResourceFlavors by name, as the reconciler takes them from its cache."""
+    return {f["metadata"]["name"]: ObjectView.of(f) for f in flavors}
 
 
 def pod_views(pods: Iterable[JSON]) -> list[Pod]:

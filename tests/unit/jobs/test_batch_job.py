@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.jobs.builders import make_admission, make_flavor, make_job
+from tests.unit.jobs.builders import admitted_with, flavor_views, make_admission, make_flavor, make_job
 from webhook.api.views import BatchJob, WorkloadRecord
 from webhook.jobs import batch_job
 from webhook.jobs.naming import job_workload_name, workload_name
@@ -79,8 +79,8 @@ def test_matches_workload_detects_a_changed_job() -> None:
 def test_release_injects_flavor_and_unsuspends_then_stop_restores() -> None:
     job = make_job(parallelism=4)
     wl = batch_job.workload_for(BatchJob.of(job), priority=0)
-    flavors = {"spot": make_flavor("spot", node_labels={"instance": "spot"})}
-    infos = podset_infos(make_admission(main={"cpu": "spot"}), flavors)
+    flavors = flavor_views(make_flavor("spot", node_labels={"instance": "spot"}))
+    infos = podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), flavors)
     running = batch_job.released(BatchJob.of(job), infos, admitted_count=3)
     assert running["spec"]["suspend"] is False
     assert running["spec"]["parallelism"] == 3

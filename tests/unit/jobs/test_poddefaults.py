@@ -8,7 +8,7 @@ import pytest
 
 from webhook.api.quantity import parse_quantity
 from webhook.api.resources import pod_requests
-from webhook.api.views import ObjectView
+from webhook.api.views import ObjectView, PodTemplateView
 from webhook.jobs.poddefaults import PodDefaults, runtime_overheads
 
 
@@ -40,19 +40,23 @@ def test_limit_range_defaults(resources: dict[str, Any] | None, item: dict[str, 
     kind = item.pop("type", "Container")
     lr = limit_range(**item)
     lr["spec"]["limits"][0]["type"] = kind
-    assert cpu(PodDefaults(limit_ranges=[ObjectView.of(lr)]).apply(template(resources))) == expected
+    assert cpu(PodDefaults(limit_ranges=[ObjectView.of(lr)]).apply(PodTemplateView.of(template(resources)))) == expected
 
 
 def test_runtime_class_overhead_is_added() -> None:
     overheads = runtime_overheads(
         [ObjectView.of({"metadata": {"name": "kata"}, "overhead": {"podFixed": {"cpu": "250m"}}})]
     )
-    adjusted = PodDefaults(overheads=overheads).apply(template({"requests": {"cpu": "1"}}, runtimeClassName="kata"))
+    adjusted = PodDefaults(overheads=overheads).apply(
+        PodTemplateView.of(template({"requests": {"cpu": "1"}}, runtimeClassName="kata"))
+    )
     assert adjusted["spec"]["overhead"] == {"cpu": "250m"}
     assert cpu(adjusted) == "1250m"
 
 
 def test_the_template_given_is_not_changed() -> None:
     original = template()
-    PodDefaults(limit_ranges=[ObjectView.of(limit_range(defaultRequest={"cpu": "1"}))]).apply(original)
+    PodDefaults(limit_ranges=[ObjectView.of(limit_range(defaultRequest={"cpu": "1"}))]).apply(
+        PodTemplateView.of(original)
+    )
     assert original == template()

@@ -6,19 +6,20 @@ import copy
 
 import pytest
 
-from tests.unit.jobs.builders import make_admission, make_flavor, make_job
-from webhook.jobs.podset import PodSetMergeError, inject, podset_infos, restore
+from tests.unit.jobs.builders import admitted_with, flavor_views, make_admission, make_flavor, make_job
+from webhook.api.views import PodTemplateView
+from webhook.jobs.podset import PodSetInfo, PodSetMergeError, inject, podset_infos, restore
 
 SPOT_TOLERATION = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
-FLAVORS = {
-    "on-demand": make_flavor("on-demand", node_labels={"instance": "on-demand"}),
-    "spot": make_flavor("spot", node_labels={"instance": "spot"}, tolerations=[SPOT_TOLERATION]),
-    "gpu": make_flavor("gpu", node_labels={"accelerator": "a100"}),
-}
+FLAVORS = flavor_views(
+    make_flavor("on-demand", node_labels={"instance": "on-demand"}),
+    make_flavor("spot", node_labels={"instance": "spot"}, tolerations=[SPOT_TOLERATION]),
+    make_flavor("gpu", node_labels={"accelerator": "a100"}),
+)
 
 
 def test_infos_union_node_labels_of_all_assigned_flavors() -> None:
-    infos = podset_infos(make_admission(main={"cpu": "spot", "nvidia.com/gpu": "gpu"}), FLAVORS)
+    infos = podset_infos(admitted_with(make_admission(main={"cpu": "spot", "nvidia.com/gpu": "gpu"})), FLAVORS)
     assert dict(infos["main"].node_selector) == {"instance": "spot", "accelerator": "a100"}
     assert list(infos["main"].tolerations) == [SPOT_TOLERATION]
     assert dict(infos["main"].labels) == {"kueue.x-k8s.io/podset": "main"}
@@ -35,7 +36,12 @@ def test_infos_union_node_labels_of_all_assigned_flavors() -> None:
 )
 def test_infos_refuse_what_cannot_be_placed(admission: dict[str, object], message: str) -> None:
     with pytest.raises(PodSetMergeError, match=message):
-        podset_infos(admission, FLAVORS)
+        podset_infos(admitted_with(admission), FLAVORS)
+
+
+def spot() -> PodSetInfo:
+    """What admission to the ``spot`` flavor injects into the pod set ``main``."""
+    return podset_infos(admitted_with(make_admission(main={"cpu": "spot"})), FLAVORS)["main"]
 
 
 def test_inject_then_restore_round_trips_the_template() -> None:
@@ -43,39 +49,38 @@ def test_inject_then_restore_round_trips_the_template() -> None:
         "template"
     ]
     before = copy.deepcopy(template)
-    info = podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]
-    injected = inject(template, info)
+    injected = inject(PodTemplateView.of(template), spot())
     assert template == before, "inject must not modify its argument"
     assert injected["spec"]["nodeSelector"] == {"zone": "a", "instance": "spot"}
     assert injected["spec"]["tolerations"] == [{"key": "x", "operator": "Exists"}, SPOT_TOLERATION]
     assert injected["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
-    assert restore(injected, before) == before
+    assert restore(PodTemplateView.of(injected), PodTemplateView.of(before)) == before
 
 
 def test_inject_is_idempotent() -> None:
-    info = podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]
-    once = inject(make_job()["spec"]["template"], info)
-    assert inject(once, info) == once
+    once = inject(PodTemplateView.of(make_job()["spec"]["template"]), spot())
+    assert inject(PodTemplateView.of(once), spot()) == once
 
 
 def test_inject_refuses_to_override_a_users_node_selector() -> None:
     template = make_job(node_selector={"instance": "on-demand"})["spec"]["template"]
-    info = podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]
     with pytest.raises(PodSetMergeError, match="instance"):
-        inject(template, info)
+        inject(PodTemplateView.of(template), spot())
 
 
 def test_restore_keeps_labels_the_job_controller_added() -> None:
     original = make_job()["spec"]["template"]
-    running = inject(original, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"])
+    running = inject(PodTemplateView.of(original), spot())
     running["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = "abc"
-    assert restore(running, original)["metadata"]["labels"] == {"batch.kubernetes.io/controller-uid": "abc"}
+    restored = restore(PodTemplateView.of(running), PodTemplateView.of(original))
+    assert restored["metadata"]["labels"] == {"batch.kubernetes.io/controller-uid": "abc"}
 
 
 def test_restore_gives_back_a_template_without_metadata_as_it_was() -> None:
     template = make_job()["spec"]["template"]
     del template["metadata"]
-    injected = inject(template, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"])
-    assert restore(injected, template) == template
+    recorded = PodTemplateView.of(template)
+    assert restore(PodTemplateView.of(inject(recorded, spot())), recorded) == template
     kept = {"metadata": {}, "spec": template["spec"]}  # an empty one recorded is kept
-    assert restore(inject(kept, podset_infos(make_admission(main={"cpu": "spot"}), FLAVORS)["main"]), kept) == kept
+    recorded = PodTemplateView.of(kept)
+    assert restore(PodTemplateView.of(inject(recorded, spot())), recorded) == kept
