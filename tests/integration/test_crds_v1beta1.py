@@ -143,19 +143,24 @@ def test_v1beta1_writes_are_normalised_as_kueue_does(cluster: LocalCluster, conv
         cluster.kubectl("delete", "clusterqueue", "normalised", "--ignore-not-found", "--wait=false", check=False)
 
 
-def test_v1beta2_only_fields_are_invisible_at_v1beta1(cluster: LocalCluster, converting: ConversionServer) -> None:
-    body = {
+def pod_priority_workload(name: str, **spec: Any) -> Manifest:
+    """A v1beta2 Workload in default whose priority comes from the pod PriorityClass ``batch``."""
+    return {
         "apiVersion": V2,
         "kind": "Workload",
-        "metadata": {"name": "gated", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "queueName": "user-queue",
-            "preemptionGates": [{"name": "example.com/gate"}],
             "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "batch"},
             "priority": 3,
             "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}],
+            **spec,
         },
     }
+
+
+def test_v1beta2_only_fields_are_invisible_at_v1beta1(cluster: LocalCluster, converting: ConversionServer) -> None:
+    body = pod_priority_workload("gated", preemptionGates=[{"name": "example.com/gate"}])
     cluster.kubectl("create", "-f", "-", input=json.dumps(body))
     try:
         as_v1 = get(cluster, "workloads", "gated", "v1beta1")
@@ -223,17 +228,7 @@ def test_v1beta1_schema_rules_still_hold(
 def test_v1beta1_priority_fields_are_immutable_while_quota_is_reserved(
     cluster: LocalCluster, converting: ConversionServer
 ) -> None:
-    body = {
-        "apiVersion": V2,
-        "kind": "Workload",
-        "metadata": {"name": "pinned", "namespace": "default"},
-        "spec": {
-            "queueName": "user-queue",
-            "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "batch"},
-            "priority": 3,
-            "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}],
-        },
-    }
+    body = pod_priority_workload("pinned")
     plural = "workloads.v1beta1.kueue.x-k8s.io"
 
     def patch_v1(spec: Manifest) -> Any:
