@@ -5,7 +5,14 @@ seconds, ``pending``/``admitted``/``finished``, ``cq-<cohort>-<n>/<class>-<i>-<j
 - each class's hold: from the admission the driver saw to the finish it saw (the run time plus the round trips);
 - the reaction: from a finish to the next admission in the same cohort (mean, p50, p90);
 - admissions per 20 s window by class, how many Workloads were admitted more than once (preempted), and how many
-  admissions ended without a finish.
+  admissions ended without a finish;
+- per class, what its mean time to admission cannot go below while the classes of higher priority still arrive:
+  how many of its Workloads were admitted for good (the admission they finished under) before the last finish of
+  those classes, and the mean of (the higher classes' last arrival plus their run time, minus the Workload's
+  arrival), plus half the time the class's own work takes on the whole quota once they are gone. The baseline's
+  large Workloads (priority 200) arrive in step in every queue of a cohort and take its whole quota at each step,
+  so what a lower class is admitted into between steps is preempted at the next; when the first count is about
+  zero for both systems, no scheduler with Kueue's priorities and preemption does better than that floor.
 
 Usage: ``.venv/bin/python -m bench.timeline DIR/turnstile-timeline.txt DIR/kueue-timeline.txt``. Printed only.
 """
@@ -16,6 +23,9 @@ import argparse
 import collections
 import statistics
 from pathlib import Path
+
+from bench.baseline import CLASSES as SPECS
+from bench.baseline import COHORTS, NOMINAL, QUEUES_PER_COHORT
 
 CLASSES = ("small", "medium", "large")
 WINDOW = 20.0
@@ -40,10 +50,13 @@ def report(path: Path) -> None:
         at, kind, key = line.split()
         events.append((float(at), kind, key))
     admitted: dict[str, float] = {}
+    arrived: dict[str, float] = {}
     holds: dict[str, list[float]] = collections.defaultdict(list)
     admissions: collections.Counter[str] = collections.Counter()
     windows: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for at, kind, key in events:
+        if kind == "pending":
+            arrived.setdefault(key, at)
         if kind == "admitted":
             admitted[key] = at  # the last admission: the one the Workload finished under
             admissions[key] += 1
@@ -76,6 +89,30 @@ def report(path: Path) -> None:
     # lower-priority work fills every gap the higher-priority work leaves, only to be reclaimed.
     lost = collections.Counter(_class(k) for k, n in admissions.items() for _ in range(n - 1))
     print("  admissions that ended before a finish: " + ", ".join(f"{c} {lost[c]}" for c in CLASSES))
+    finished_at = {key: at for at, kind, key in events if kind == "finished"}
+    _floors(arrived, admitted, finished_at)
+
+
+def _floors(arrived: dict[str, float], admitted: dict[str, float], finished_at: dict[str, float]) -> None:
+    """Per class below the highest: the floor of its mean time to admission set by the classes above it."""
+    capacity = COHORTS * QUEUES_PER_COHORT * NOMINAL  # CPU, every queue's nominal quota
+    by_priority = sorted(SPECS, key=lambda c: -c.priority)
+    for index, spec in enumerate(by_priority[1:], start=1):
+        higher = {c.name for c in by_priority[:index]}
+        above = [k for k in arrived if _class(k) in higher]
+        mine = [k for k in arrived if _class(k) == spec.name]
+        if not above or not mine:
+            continue
+        last_finish = max(finished_at.get(k, 0.0) for k in above)
+        gone = max(arrived[k] + next(c for c in SPECS if c.name == _class(k)).runtime_ms / 1000 for k in above)
+        early = sum(1 for k in mine if k in admitted and admitted[k] < last_finish)
+        waiting = statistics.mean(max(0.0, gone - arrived[k]) for k in mine)
+        drain = len(mine) * spec.cpu * spec.runtime_ms / 1000 / capacity
+        print(
+            f"  floor {spec.name:6s}: {early} of {len(mine)} admitted for good before the last finish of "
+            f"{'/'.join(sorted(higher))} ({last_finish:.1f} s); mean wait for them to be gone "
+            f"{waiting:.1f} s + half its own drain {drain / 2:.1f} s = {waiting + drain / 2:.1f} s"
+        )
 
 
 def main() -> None:
