@@ -262,6 +262,33 @@ async def test_status_subresource_is_separate_from_the_main_endpoint(side: Side)
         await side.kube.replace_status(WORKLOAD, body, namespace=side.ns)  # body's resourceVersion is now stale
 
 
+async def test_a_status_replace_needs_only_the_objects_identity_and_its_status(side: Side) -> None:
+    """What our status writes send: the Workload's identity (name, namespace, uid, resourceVersion) and its new
+    status. The stored spec, labels, annotations and owner stay as they were; a stale resourceVersion conflicts."""
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "0b4c2a57-5d27-4e43-9d1c-6c1b2f0e4a11"}
+    created = await side.kube.create(
+        WORKLOAD,
+        workload(labels={"team": "a"}, annotations={"note": "kept"}, ownerReferences=[owner]),
+        namespace=side.ns,
+    )
+    meta = created["metadata"]
+    identity = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion")}
+    body = {
+        "apiVersion": created["apiVersion"],
+        "kind": created["kind"],
+        "metadata": identity,
+        "status": {"conditions": [condition("QuotaReserved")]},
+    }
+    written = await side.kube.replace_status(WORKLOAD, body, namespace=side.ns)
+    assert [c["type"] for c in written["status"]["conditions"]] == ["QuotaReserved"]
+    assert written["spec"] == created["spec"]
+    for field in ("labels", "annotations", "ownerReferences", "generation", "creationTimestamp"):
+        assert written["metadata"][field] == meta[field], field
+    assert int(written["metadata"]["resourceVersion"]) > int(meta["resourceVersion"])
+    with pytest.raises(errors.Conflict):
+        await side.kube.replace_status(WORKLOAD, body, namespace=side.ns)  # the same resourceVersion, now stale
+
+
 async def test_a_kind_without_status_subresource_has_no_status_endpoint(side: Side) -> None:
     await side.kube.create(CONFIG_MAP, config_map("c"), namespace=side.ns)
     with pytest.raises(errors.NotFound):

@@ -1,9 +1,9 @@
 """The Workload's own lifecycle as pure transformations of its object: admit, evict, requeue, finish.
 
-Each function returns a new Workload object whose ``status`` is what should be written through the status
-subresource (the caller writes it with the resourceVersion it read, so a concurrent change is a conflict, never
-a lost update). Each takes the Workload's view (``webhook.api.views.WorkloadRecord``: the object whole, since
-the write copies it); only ``admitted`` also takes the dict, for callers outside the reconciler. Condition types
+Each function returns the body of a status write: the Workload's identity and the ``status`` to write through
+the status subresource (the caller writes it with the resourceVersion it read, so a concurrent change is a
+conflict, never a lost update). Each takes the Workload's view (``webhook.api.views.WorkloadRecord``); only
+``admitted`` also takes the dict, for callers outside the reconciler. Condition types
 and reasons are Kueue's; the predicates (finished, evicted, holds quota) are the view's, defined once in
 ``webhook.api.model``.
 """
@@ -46,10 +46,23 @@ def _status(workload: WorkloadRecord) -> JSON:
     return writable(workload.status)
 
 
+# What a status write sends besides the status: the API server's status endpoint takes nothing else from the body
+# (it keeps the stored spec and metadata), and checks the resourceVersion (and uid) against the stored object.
+_IDENTITY = ("name", "namespace", "uid", "resourceVersion")
+
+
 def _with_status(workload: WorkloadRecord, status: JSON) -> JSON:
-    result = writable(workload.raw)
-    result["status"] = status
-    return result
+    """The body of a status write: the Workload's identity and its new status. Sending the whole object made the
+    API server decode, prune and default its spec (the pod templates: most of its bytes) on every admission,
+    eviction and finish, only to replace it with the stored one."""
+    raw = workload.raw
+    meta = workload.metadata
+    return {
+        "apiVersion": raw.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
+        "kind": raw.get("kind", "Workload"),
+        "metadata": {k: meta[k] for k in _IDENTITY if k in meta},
+        "status": status,
+    }
 
 
 def _set(conds: list[JSON], now: datetime.datetime, kind: str, status: bool, reason: str, message: str) -> list[JSON]:
