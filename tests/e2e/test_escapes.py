@@ -150,6 +150,7 @@ def test_row1_raising_parallelism_of_a_running_job_is_refused(env: Env) -> None:
     with env.watch() as watch:
         env.alice.create(_job(env, "wide", completions=12))  # 2 at a time of 12
         env.running("wide", 2)
+
         # The webhooks' cache is their own (the reconciler's is in another process): until it has seen the
         # admission the patch is refused for that (fail closed), so each try must be refused; the last for quota.
         def refusal() -> str | None:

@@ -3,8 +3,9 @@
 Decoding checks the envelope the API server promises (apiVersion, kind, a request with a uid, kind, operation
 and objects of the right shapes) and raises ``MalformedReview`` for anything else; the route turns that into
 HTTP 400 with the reason. Each object is decoded once, when a rule first reads it, into the typed ``KubeObject``
-(its metadata, a Pod's gates), and viewed once (``ObjectView``, ``webhook.api.views``) for the kinds' adapters;
-the patch reads the object as sent.
+(its metadata, a Pod's gates), and viewed once (``Reviewed``, an ``ObjectView`` of ``webhook.api.views``): the
+kinds' adapters read that view as any other, the queue and Workload rules through its checked accessors; the
+patch reads the object as sent.
 Encoding follows what the API server verifies: the uid echoed, the exact apiVersion/kind, a base64 JSONPatch with
 ``patchType: JSONPatch`` only on mutating responses, never a patch on validating ones. Must not: apply any policy.
 """
@@ -22,7 +23,7 @@ import orjson
 
 from webhook.admission.verdict import Verdict
 from webhook.api.model import KubeObject
-from webhook.api.views import ObjectView
+from webhook.api.views import ObjectView, Raw
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -89,6 +90,38 @@ class AdmissionReviewWire(TypedDict):
     response: AdmissionResponseWire
 
 
+class Reviewed(ObjectView, frozen=True):
+    """An object under review as sent (or an entry of one of its lists: ``Reviewed.of(entry)``, its paths then
+    relative to the entry), for the rules that check a schema field by field. Custom resources and hostile callers
+    can send anything, so ``mapping`` and ``sequence`` check the shape of what they return and raise
+    ``MalformedReview`` (HTTP 400) naming the path otherwise; the inherited accessors read as any ``ObjectView``
+    (the job adapters' view of the object)."""
+
+    def mapping(self, *path: str) -> Raw:
+        """The object at ``path`` (empty when it or a parent is absent or null)."""
+        current: Any = self.raw
+        for i, part in enumerate(path):
+            current = current.get(part)
+            if current is None:
+                return _NONE
+            if not isinstance(current, dict):
+                raise MalformedReview(f"{'.'.join(path[: i + 1])} must be an object")
+        return current  # type: ignore[no-any-return]
+
+    def sequence(self, *path: str) -> list[Any]:
+        """The list at ``path`` (empty when it or a parent is absent or null)."""
+        value = self.mapping(*path[:-1]).get(path[-1])
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise MalformedReview(f"{'.'.join(path)} must be a list")
+        return value
+
+    def dicts(self, *path: str) -> list[Reviewed]:
+        """The entries of the list at ``path`` that are objects, each viewed (entries of another shape skipped)."""
+        return [Reviewed.of(entry) for entry in self.sequence(*path) if isinstance(entry, dict)]
+
+
 @dataclass(frozen=True)
 class Request:
     """The parts of an AdmissionRequest the policies read, checked for shape.
@@ -123,13 +156,13 @@ class Request:
         return _typed(self.raw_old_object, "oldObject") if self.has_old_object else None
 
     @cached_property
-    def view(self) -> ObjectView:
-        """The object as the kinds' adapters read it (empty when the review has none)."""
-        return ObjectView.of(self.raw_object)
+    def view(self) -> Reviewed:
+        """The object viewed (empty when the review has none)."""
+        return Reviewed.of(self.raw_object)
 
     @cached_property
-    def old_view(self) -> ObjectView:
-        return ObjectView.of(self.raw_old_object)
+    def old_view(self) -> Reviewed:
+        return Reviewed.of(self.raw_old_object)
 
 
 def _str(raw: Mapping[str, Any], field: str, where: str, *, default: str | None = None) -> str:
