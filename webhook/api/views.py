@@ -126,6 +126,20 @@ class ObjectView(_Described, frozen=True):
     def has_controller(self) -> bool:
         return any(o.get("controller") for o in self.owner_references)
 
+    @property
+    def conditions(self) -> Sequence[Raw]:
+        """``status.conditions`` as sent."""
+        return entries(self.status, "conditions")
+
+    def condition(self, type_: str) -> Raw | None:
+        """The first condition of ``type_``, or None."""
+        return next((c for c in self.conditions if c.get("type") == type_), None)
+
+    def condition_true(self, type_: str) -> bool:
+        """The first condition of ``type_`` says True (False when there is none)."""
+        found = self.condition(type_)
+        return found is not None and found.get("status") == "True"
+
 
 _View = TypeVar("_View", bound=ObjectView)
 # A view, or the object as the API server sent it: taken only by the few builders that callers outside the
@@ -221,10 +235,6 @@ class BatchJob(ObjectView, frozen=True):
     def started(self) -> bool:
         """``status.startTime`` is set: the Job controller started it (and has not cleared it on suspension)."""
         return bool(self.status.get("startTime"))
-
-    @property
-    def conditions(self) -> Sequence[Mapping[str, Any]]:
-        return entries(self.status, "conditions")
 
     def has_condition(self, type_: str) -> bool:
         """Some condition of ``type_`` says True."""
@@ -337,6 +347,33 @@ class WorkloadRecord(ObjectView, frozen=True):
     def active(self) -> bool:
         """``spec.active``; a Workload is active unless it says otherwise."""
         return bool(self.spec.get("active", True))
+
+    @property
+    def queue_name(self) -> str:
+        """``spec.queueName``: its LocalQueue ("" when missing)."""
+        return str(self.spec.get("queueName") or "")
+
+    @property
+    def priority(self) -> int:
+        """``spec.priority``; 0 when missing or not a number."""
+        try:
+            return int(self.spec.get("priority") or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    @property
+    def priority_class_name(self) -> str:
+        """The class its priority comes from: v1beta2's ``priorityClassRef.name``, else v1beta1's
+        ``priorityClassName``; "" when none."""
+        ref = self.spec.get("priorityClassRef")
+        name = ref.get("name") if isinstance(ref, Mapping) else self.spec.get("priorityClassName")
+        return str(name or "")
+
+    @property
+    def admitted_to(self) -> str | None:
+        """``status.admission.clusterQueue``: the ClusterQueue that admitted it; None without an admission."""
+        value = section(self.status, "admission").get("clusterQueue")
+        return str(value) if value else None
 
     @property
     def requeue_state(self) -> Raw:
