@@ -4,7 +4,7 @@ Owns: ``ObjectView`` (any object: the metadata every object has, its key, its ``
 ``ObjectKey`` (where an object lives: namespace and name; ``webhook.kube.objects`` names it too),
 ``PodTemplateView``, and the views of the kinds read by more than their name: ``BatchJob`` (a batch/v1 Job's
 counts and states as the Job controller reports them), ``PriorityClass`` (its value, for a PriorityClass and a
-WorkloadPriorityClass alike), ``Pod`` (gates, phase, readiness, deletion) and
+WorkloadPriorityClass alike), ``ConfigMap`` (its data), ``Pod`` (gates, phase, readiness, deletion) and
 ``WorkloadRecord`` (a Workload whole, as what writes it or compares a job with it reads it: its pod sets with their
 templates as recorded, its admission's assignments, conditions, activeness and requeue state; the split with
 ``webhook.api.model.Workload``, which decisions read, is explained there).
@@ -252,6 +252,14 @@ class PriorityClass(ObjectView, frozen=True):
     @property
     def global_default(self) -> bool:
         return bool(self.raw.get("globalDefault"))
+
+
+class ConfigMap(ObjectView, frozen=True):
+    """A v1 ConfigMap: its ``data`` at the top level, without a spec."""
+
+    @property
+    def data(self) -> Mapping[str, str]:
+        return section(self.raw, "data")
 
 
 class Pod(ObjectView, frozen=True):

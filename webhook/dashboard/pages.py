@@ -67,7 +67,7 @@ def _pending_rows(pending: Sequence[PendingEntry]) -> str:
         return "<p class='muted pending-empty'>Nothing pending.</p>"
     rows = []
     for position, entry in enumerate(pending[:PENDING_SHOWN], start=1):
-        _, reason, message = workload_state(entry.obj)
+        _, reason, message = workload_state(entry.workload)
         link = f"/workloads/{escape(entry.namespace)}/{escape(entry.name)}"
         rows.append(
             f"<tr class='pending'><td>{position}</td><td><a href='{link}'>{escape(entry.namespace)}/"

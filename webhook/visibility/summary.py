@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from webhook.api.views import WorkloadRecord
 from webhook.core.decisions import PendingDecision, SchedulingResult
 
 GROUP: Final = "visibility.kueue.x-k8s.io"
@@ -32,11 +33,12 @@ class PendingEntry:
     name: str
     local_queue: str
     priority: int
-    obj: Obj  # the Workload as the cache holds it (for its metadata)
+    workload: WorkloadRecord  # the Workload as the cache holds it (for its metadata)
 
 
 class PendingQueues:
-    """Pending workloads per ClusterQueue, in queue order."""
+    """Pending workloads per ClusterQueue, in queue order; each pending Workload viewed (``workloads`` holds them
+    as the cache does, by key)."""
 
     def __init__(self, result: SchedulingResult, workloads: Mapping[tuple[str, str], Obj]) -> None:
         queues: dict[str, list[tuple[int, PendingDecision]]] = {}
@@ -51,21 +53,12 @@ class PendingQueues:
                 obj = workloads.get(p.workload)
                 if obj is None:
                     continue
-                spec = obj.get("spec") or {}
-                rows.append(
-                    PendingEntry(p.workload[0], p.workload[1], str(spec.get("queueName", "")), _priority(spec), obj)
-                )
+                seen = WorkloadRecord.of(obj)
+                rows.append(PendingEntry(p.workload[0], p.workload[1], seen.queue_name, seen.priority, seen))
             self._queues[cq] = rows
 
     def cluster_queue(self, name: str) -> Sequence[PendingEntry]:
         return self._queues.get(name, ())
-
-
-def _priority(spec: Obj) -> int:
-    try:
-        return int(spec.get("priority") or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def parse_window(query: Mapping[str, str]) -> tuple[int, int]:
@@ -80,15 +73,12 @@ def parse_window(query: Mapping[str, str]) -> tuple[int, int]:
 
 
 def _item(entry: PendingEntry, *, in_cq: int, in_lq: int) -> dict[str, Any]:
-    meta = entry.obj.get("metadata") or {}
-    owners = [
-        {k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref}
-        for ref in meta.get("ownerReferences") or []
-    ]
+    seen = entry.workload
+    owners = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref} for ref in seen.owner_references]
     metadata: dict[str, Any] = {
         "name": entry.name,
         "namespace": entry.namespace,
-        "creationTimestamp": meta.get("creationTimestamp"),
+        "creationTimestamp": seen.metadata.get("creationTimestamp"),
     }
     if owners:
         metadata["ownerReferences"] = owners

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.unit.jobs.builders import make_job
-from webhook.api.views import BatchJob, ObjectView, Pod, PodTemplateView, WorkloadRecord, view_of
+from webhook.api.views import BatchJob, ConfigMap, ObjectView, Pod, PodTemplateView, WorkloadRecord, view_of
 
 
 def test_sections_missing_null_or_falsy_read_as_empty() -> None:
@@ -283,3 +283,8 @@ def test_a_workloads_queue_and_priority(spec: dict[str, Any], queue: str, priori
 )
 def test_the_cluster_queue_it_was_admitted_to(status: dict[str, Any], cluster_queue: str | None) -> None:
     assert WorkloadRecord.of({"status": status}).admitted_to == cluster_queue
+
+
+def test_a_config_maps_data() -> None:
+    assert ConfigMap.of({"metadata": {"name": "c"}, "data": {"ca.crt": "PEM"}}).data == {"ca.crt": "PEM"}
+    assert ConfigMap.of({"metadata": {"name": "c"}, "data": None}).data == {}
