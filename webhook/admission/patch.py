@@ -94,6 +94,11 @@ class Patch:
             {"op": "replace" if current is not None else "add", "path": pointer((*map_path, key)), "value": value}
         )
 
+    def set_entries(self, map_path: tuple[str, ...], entries: Mapping[str, str]) -> None:
+        """``set_entry`` for each of ``entries``, in order."""
+        for key, value in entries.items():
+            self.set_entry(map_path, key, value)
+
     def set_field(self, path: tuple[str, ...], value: Any) -> None:
         """``path = value`` for a scalar field whose parent object exists (e.g. ``spec.suspend``)."""
         parent = _value(self._obj, path[:-1], dict)
