@@ -23,7 +23,7 @@ from webhook.admission.fielderror import (
     required,
 )
 from webhook.admission.options import AdmissionOptions
-from webhook.admission.review import Request, Reviewed
+from webhook.admission.review import Entry, Request, Reviewed
 from webhook.admission.verdict import ALLOW, Verdict, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
@@ -102,7 +102,7 @@ def workload_errors(workload: Reviewed, old: Reviewed | None) -> list[FieldError
             with_min += 1
             if isinstance(min_count, bool) or not isinstance(min_count, int) or not 1 <= min_count <= count:
                 errors.append(invalid(child(path, "minCount"), min_count, f"must be between 1 and count ({count})"))
-        errors += _template_resource_errors(Reviewed.of(ps), path)
+        errors += _template_resource_errors(Entry(ps), path)
     if with_min > 1:
         errors.append(invalid("spec.podSets", with_min, "at most one pod set can use minCount"))
     if reserves_quota(workload):
@@ -112,7 +112,7 @@ def workload_errors(workload: Reviewed, old: Reviewed | None) -> list[FieldError
     return errors
 
 
-def _template_resource_errors(ps: Reviewed, path: str) -> list[FieldError]:
+def _template_resource_errors(ps: Entry, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for list_name in ("initContainers", "containers"):
         for j, container in enumerate(ps.sequence("template", "spec", list_name)):
@@ -121,7 +121,7 @@ def _template_resource_errors(ps: Reviewed, path: str) -> list[FieldError]:
             cpath = index(child(path, f"template.spec.{list_name}"), j)
             for kind in ("requests", "limits"):
                 errors += _resource_list_errors(
-                    Reviewed.of(container).mapping("resources", kind), child(cpath, f"resources.{kind}")
+                    Entry(container).mapping("resources", kind), child(cpath, f"resources.{kind}")
                 )
     return errors
 
@@ -266,8 +266,8 @@ def update_errors(new: Reviewed, old: Reviewed) -> list[FieldError]:
                     )
                 )
     # 2. An admission can be set or cleared, never edited in place.
-    new_adm = new.mapping("status").get("admission")
-    old_adm = old.mapping("status").get("admission")
+    old_status, new_status = old.mapping("status"), new.mapping("status")
+    new_adm, old_adm = new_status.get("admission"), old_status.get("admission")
     if new_adm is not None and old_adm is not None and _without_topology(new_adm) != _without_topology(old_adm):
         errors.append(immutable("status.admission", "can be set or cleared, but not changed; clear it first"))
     # 3. The execution-time limit is fixed while admitted.
@@ -276,7 +276,6 @@ def update_errors(new: Reviewed, old: Reviewed) -> list[FieldError]:
     if admitted and new_spec.get(max_exec) != old_spec.get(max_exec):
         errors.append(immutable("spec.maximumExecutionTimeSeconds", "cannot change while the Workload is admitted"))
     # 4. A cluster is picked among the nominated ones.
-    old_status, new_status = old.mapping("status"), new.mapping("status")
     cluster = new_status.get("clusterName")
     if old_status.get("clusterName") is None and cluster is not None:
         nominated = old_status.get("nominatedClusterNames") or []
