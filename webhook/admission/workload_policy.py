@@ -170,7 +170,7 @@ def _admission_errors(workload: Reviewed, old: Reviewed | None, counts: Mapping[
         if name not in counts:
             errors.append(FieldError(child(path, "name"), "Not found", "no pod set has this name", name, True))
         count = psa.get("count")
-        usage = psa.get("resourceUsage") or {}
+        usage = psa.get("resourceUsage")
         if isinstance(count, int) and not isinstance(count, bool) and count > 0 and isinstance(usage, dict):
             for resource, raw in usage.items():
                 value = quantity.parse(raw)
