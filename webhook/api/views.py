@@ -19,9 +19,9 @@ string, which a manifest read from YAML may hold). The object stays reachable as
 (the accessors are Python calls; the decode runs in C).
 Views are made once, at the edge: the controller takes each cached object's view from the cache
 (``ClusterCache.view``, one per stored version), the admission webhook from the object under review
-(``Request.view``); below that, functions take views, never dicts, but for three builders called from outside
-those edges (``ObjectLike``). ``view_of`` reads a view as another kind (a generic ``ObjectView`` as a
-``BatchJob``) without splitting the object again.
+(``Request.view``), the CLI and the dashboard from what they read; below that, functions take views, never
+dicts, but for the few called from outside those edges with the object as sent (``ObjectLike``). ``view_of``
+reads a view as another kind (a generic ``ObjectView`` as a ``BatchJob``) without splitting the object again.
 Must not: modify the object it wraps, decide anything about admission or quota, do I/O.
 """
 
@@ -142,9 +142,10 @@ class ObjectView(_Described, frozen=True):
 
 
 _View = TypeVar("_View", bound=ObjectView)
-# A view, or the object as the API server sent it: taken only by the few builders that callers outside the
+# A view, or the object as the API server sent it: taken only by the few functions that callers outside the
 # controller and the webhook call with the object as sent (``turnstile fit``, test set-ups): a batch Job's Workload,
-# its release, a Workload's admission. Everything else takes a view.
+# its release, a Workload's admission; what the CLI shows of the objects it read (``webhook.usercli.views``); the
+# front proxy's trust, from its ConfigMap. Each views it once, on entry. Everything else takes a view.
 ObjectLike = ObjectView | Raw
 
 
