@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict
 
 from webhook.api.views import WorkloadRecord
 from webhook.core.decisions import PendingDecision, SchedulingResult
@@ -25,6 +25,55 @@ DEFAULT_LIMIT: Final = 1000  # Kueue's defaults
 MAX_LIMIT: Final = 100_000
 
 Obj = Mapping[str, Any]
+
+
+# The documents, as the API server's aggregation layer relays them (Kueue's field names).
+class ItemMetadataWire(TypedDict):
+    name: str
+    namespace: str
+    creationTimestamp: str | None
+    ownerReferences: NotRequired[list[dict[str, str]]]
+
+
+class PendingWorkloadWire(TypedDict):
+    metadata: ItemMetadataWire
+    priority: int
+    localQueueName: str
+    positionInClusterQueue: int
+    positionInLocalQueue: int
+
+
+class PendingWorkloadsSummaryWire(TypedDict):
+    kind: str
+    apiVersion: str
+    metadata: dict[str, str | None]
+    items: list[PendingWorkloadWire]
+
+
+class APIResourceWire(TypedDict):
+    name: str
+    singularName: str
+    namespaced: bool
+    kind: str
+    verbs: list[str]
+
+
+class APIResourceListWire(TypedDict):
+    kind: str
+    apiVersion: str
+    groupVersion: str
+    resources: list[APIResourceWire]
+
+
+class StatusWire(TypedDict):
+    kind: str
+    apiVersion: str
+    metadata: dict[str, str]
+    status: str
+    message: str
+    reason: str
+    code: int
+    details: NotRequired[dict[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +121,10 @@ def parse_window(query: Mapping[str, str]) -> tuple[int, int]:
     return min(max(limit, 0), MAX_LIMIT), max(offset, 0)
 
 
-def _item(entry: PendingEntry, *, in_cq: int, in_lq: int) -> dict[str, Any]:
+def _item(entry: PendingEntry, *, in_cq: int, in_lq: int) -> PendingWorkloadWire:
     seen = entry.workload
     owners = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref} for ref in seen.owner_references]
-    metadata: dict[str, Any] = {
+    metadata: ItemMetadataWire = {
         "name": entry.name,
         "namespace": entry.namespace,
         "creationTimestamp": seen.metadata.get("creationTimestamp"),
@@ -91,7 +140,7 @@ def _item(entry: PendingEntry, *, in_cq: int, in_lq: int) -> dict[str, Any]:
     }
 
 
-def _summary(version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary(version: str, items: list[PendingWorkloadWire]) -> PendingWorkloadsSummaryWire:
     return {
         "kind": "PendingWorkloadsSummary",
         "apiVersion": f"{GROUP}/{version}",
@@ -100,7 +149,9 @@ def _summary(version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def cluster_queue_summary(version: str, pending: Sequence[PendingEntry], *, limit: int, offset: int) -> dict[str, Any]:
+def cluster_queue_summary(
+    version: str, pending: Sequence[PendingEntry], *, limit: int, offset: int
+) -> PendingWorkloadsSummaryWire:
     items = []
     in_lq: dict[tuple[str, str], int] = {}
     for index, entry in enumerate(pending[: offset + limit]):
@@ -114,8 +165,8 @@ def cluster_queue_summary(version: str, pending: Sequence[PendingEntry], *, limi
 
 def local_queue_summary(
     version: str, pending: Sequence[PendingEntry], *, namespace: str, name: str, limit: int, offset: int
-) -> dict[str, Any]:
-    items: list[dict[str, Any]] = []
+) -> PendingWorkloadsSummaryWire:
+    items: list[PendingWorkloadWire] = []
     skipped = 0
     for index, entry in enumerate(pending):
         if len(items) >= limit:
@@ -129,10 +180,10 @@ def local_queue_summary(
     return _summary(version, items)
 
 
-def resource_list(version: str) -> dict[str, Any]:
+def resource_list(version: str) -> APIResourceListWire:
     """What ``/apis/visibility.kueue.x-k8s.io/<version>`` lists (the aggregator's discovery reads it)."""
 
-    def resource(name: str, kind: str, *, namespaced: bool, verbs: list[str]) -> dict[str, Any]:
+    def resource(name: str, kind: str, *, namespaced: bool, verbs: list[str]) -> APIResourceWire:
         return {"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": verbs}
 
     return {
@@ -148,9 +199,9 @@ def resource_list(version: str) -> dict[str, Any]:
     }
 
 
-def status(code: int, reason: str, message: str, *, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def status(code: int, reason: str, message: str, *, details: Mapping[str, str] | None = None) -> StatusWire:
     """A ``Status`` as the API server writes one; kubectl prints ``Error from server (<reason>): <message>``."""
-    body: dict[str, Any] = {
+    body: StatusWire = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
