@@ -131,42 +131,59 @@ def load_config(path: Path | None) -> Config:
     return parse_config(data if data is not None else {}, source=str(path))
 
 
-class _Reader:
-    """Collects problems while reading typed values out of nested maps."""
+@dataclass(frozen=True)
+class _Section:
+    """One mapping of the configuration file as read (``data``), at ``where`` ("" at the top, else the path of
+    the section with a trailing dot), and the problems list every section of the file appends to. Its reads check
+    a field's type, record a problem naming the field, and give the default instead, so one pass finds every
+    problem; the file's values are read through these, once, into the typed ``Config``."""
 
-    def __init__(self) -> None:
-        self.problems: list[str] = []
+    data: Mapping[str, Any]
+    where: str
+    problems: list[str]
 
-    def section(self, data: Mapping[str, Any], name: str, known: set[str]) -> Mapping[str, Any]:
-        value = data.get(name)
+    def __contains__(self, name: str) -> bool:
+        return name in self.data
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of ``name`` as written (unchecked)."""
+        return self.data.get(name, default)
+
+    def problem(self, name: str, text: str) -> None:
+        self.problems.append(f"{self.where}{name}: {text}")
+
+    def section(self, name: str, known: set[str]) -> _Section:
+        """The mapping ``name`` (empty when absent or not a mapping), its fields outside ``known`` reported."""
+        value = self.data.get(name)
+        inner = _Section({}, f"{self.where}{name}.", self.problems)
         if value is None:
-            return {}
+            return inner
         if not isinstance(value, dict):
-            self.problems.append(f"{name}: must be a mapping")
-            return {}
+            self.problem(name, "must be a mapping")
+            return inner
         for extra in sorted(set(value) - known):
-            self.problems.append(f"{name}.{extra}: unknown field")
-        return value
+            self.problem(f"{name}.{extra}", "unknown field")
+        return _Section(value, inner.where, self.problems)
 
-    def typed(self, data: Mapping[str, Any], name: str, kind: type, default: Any, where: str) -> Any:
-        value = data.get(name, default)
+    def typed(self, name: str, kind: type, default: Any) -> Any:
+        value = self.data.get(name, default)
         if value is None:
             return default
         if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            self.problems.append(f"{where}{name}: must be an integer, got {value!r}")
+            self.problem(name, f"must be an integer, got {value!r}")
             return default
         if kind is not int and not isinstance(value, kind):
-            self.problems.append(f"{where}{name}: must be a {kind.__name__}, got {value!r}")
+            self.problem(name, f"must be a {kind.__name__}, got {value!r}")
             return default
         return value
 
-    def duration(self, data: Mapping[str, Any], name: str, default: float, where: str) -> float:
-        value = data.get(name)
+    def duration(self, name: str, default: float) -> float:
+        value = self.data.get(name)
         if value is None:
             return default
         seconds = parse_duration(value)
         if seconds is None or seconds <= 0:
-            self.problems.append(f"{where}{name}: must be a positive duration such as '15s' or '5m', got {value!r}")
+            self.problem(name, f"must be a positive duration such as '15s' or '5m', got {value!r}")
             return default
         return seconds
 
@@ -205,44 +222,45 @@ _TOP = {
 def parse_config(data: object, *, source: str = "<config>") -> Config:
     if not isinstance(data, dict):
         raise ConfigError(source, ["the file must hold a mapping (a Configuration object)"])
-    r = _Reader()
+    top = _Section(data, "", [])
     api_version = data.get("apiVersion")
     if api_version is not None and api_version not in API_VERSIONS:
-        r.problems.append(f"apiVersion: must be one of {', '.join(API_VERSIONS)}, got {api_version!r}")
+        top.problem("apiVersion", f"must be one of {', '.join(API_VERSIONS)}, got {api_version!r}")
     if data.get("kind") not in (None, "Configuration"):
-        r.problems.append(f"kind: must be Configuration, got {data.get('kind')!r}")
+        top.problem("kind", f"must be Configuration, got {data.get('kind')!r}")
     for extra in sorted(set(data) - _TOP - _KUEUE_ONLY):
-        r.problems.append(f"{extra}: unknown field")
+        top.problem(extra, "unknown field")
 
-    namespace = r.typed(data, "namespace", str, DEFAULT_NAMESPACE, "")
+    namespace = top.typed("namespace", str, DEFAULT_NAMESPACE)
     if problem := dns1123_label(namespace):
-        r.problems.append(f"namespace: {namespace!r} {problem}")
-    manage = r.typed(data, "manageJobsWithoutQueueName", bool, False, "")
+        top.problem("namespace", f"{namespace!r} {problem}")
+    manage = top.typed("manageJobsWithoutQueueName", bool, False)
     opt_in = data.get("namespaceOptInLabel")
     if opt_in is not None and (not isinstance(opt_in, str) or not opt_in):
-        r.problems.append(
-            f"namespaceOptInLabel: must be a label key such as {OPENSHIFT_MANAGED_NAMESPACE_LABEL!r}, got {opt_in!r}"
+        top.problem(
+            "namespaceOptInLabel",
+            f"must be a label key such as {OPENSHIFT_MANAGED_NAMESPACE_LABEL!r}, got {opt_in!r}",
         )
         opt_in = None
     users = data.get("reconcilerUsers", [])
     if not isinstance(users, list) or not all(isinstance(u, str) and u for u in users):
-        r.problems.append("reconcilerUsers: must be a list of user names")
+        top.problem("reconcilerUsers", "must be a list of user names")
         users = []
 
-    compiled = _namespace_selector(data, r, namespace=namespace)
-    wait = _wait_for_pods_ready(data, r)
-    frameworks = _frameworks(data, r)
-    leader = _leader_election(data, r)
-    server = _webhook(data, r)
-    fair = _fair_sharing(data, r)
-    afs = _admission_fair_sharing(data, r)
-    metrics_section = r.section(data, "metrics", {"bindAddress", "enableClusterQueueResources", "customLabels"})
-    bind = r.typed(metrics_section, "bindAddress", str, Metrics().bind_address, "metrics.")
+    compiled = _namespace_selector(top, namespace=namespace)
+    wait = _wait_for_pods_ready(top)
+    frameworks = _frameworks(top)
+    leader = _leader_election(top)
+    server = _webhook(top)
+    fair = _fair_sharing(top)
+    afs = _admission_fair_sharing(top)
+    metrics_section = top.section("metrics", {"bindAddress", "enableClusterQueueResources", "customLabels"})
+    bind = metrics_section.typed("bindAddress", str, Metrics().bind_address)
     if not re.fullmatch(r"[^\s:]*:\d{1,5}|0", bind):
-        r.problems.append(f"metrics.bindAddress: must be 'host:port', ':port' or '0' (disabled), got {bind!r}")
+        metrics_section.problem("bindAddress", f"must be 'host:port', ':port' or '0' (disabled), got {bind!r}")
 
-    if r.problems:
-        raise ConfigError(source, r.problems)
+    if top.problems:
+        raise ConfigError(source, top.problems)
     return Config(
         namespace=namespace,
         manage_jobs_without_queue_name=manage,
@@ -259,22 +277,21 @@ def parse_config(data: object, *, source: str = "<config>") -> Config:
     )
 
 
-def _admission_fair_sharing(data: Mapping[str, Any], r: _Reader) -> AdmissionFairSharing:
+def _admission_fair_sharing(top: _Section) -> AdmissionFairSharing:
     """Kueue's ``admissionFairSharing``: on when present; applies to ClusterQueues whose admissionScope asks."""
-    if "admissionFairSharing" not in data:
+    if "admissionFairSharing" not in top:
         return AdmissionFairSharing()
     known = {"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"}
-    section = r.section(data, "admissionFairSharing", known)
-    where = "admissionFairSharing."
-    half_life = r.duration(section, "usageHalfLifeTime", 0.0, where)
-    interval = r.duration(section, "usageSamplingInterval", 300.0, where)
+    section = top.section("admissionFairSharing", known)
+    half_life = section.duration("usageHalfLifeTime", 0.0)
+    interval = section.duration("usageSamplingInterval", 300.0)
     if interval <= 0:
-        r.problems.append(f"{where}usageSamplingInterval: must be greater than 0")
+        section.problem("usageSamplingInterval", "must be greater than 0")
     weights = section.get("resourceWeights") or {}
     if not isinstance(weights, dict) or not all(
         isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in weights.values()
     ):
-        r.problems.append(f"{where}resourceWeights: must map resource names to non-negative numbers")
+        section.problem("resourceWeights", "must map resource names to non-negative numbers")
         weights = {}
     return AdmissionFairSharing(
         enabled=True,
@@ -284,88 +301,89 @@ def _admission_fair_sharing(data: Mapping[str, Any], r: _Reader) -> AdmissionFai
     )
 
 
-def _fair_sharing(data: Mapping[str, Any], r: _Reader) -> FairSharing:
+def _fair_sharing(top: _Section) -> FairSharing:
     """Kueue's ``fairSharing``: on when the section is present (config v1beta2), or with ``enable: true``
     (config v1beta1, where the section alone does nothing)."""
-    if "fairSharing" not in data:
+    if "fairSharing" not in top:
         return FairSharing()
-    section = r.section(data, "fairSharing", {"enable", "preemptionStrategies"})
-    v1beta1 = data.get("apiVersion") == "config.kueue.x-k8s.io/v1beta1"
-    enabled = r.typed(section, "enable", bool, not v1beta1, "fairSharing.")
+    section = top.section("fairSharing", {"enable", "preemptionStrategies"})
+    v1beta1 = top.get("apiVersion") == "config.kueue.x-k8s.io/v1beta1"
+    enabled = section.typed("enable", bool, not v1beta1)
     raw = section.get("preemptionStrategies")
     if raw is None:
         return FairSharing(enabled=enabled)
     strategies = tuple(raw) if isinstance(raw, list) else ()
     if strategies not in VALID_STRATEGY_LISTS:
         valid = "; ".join(f"[{', '.join(v)}]" for v in VALID_STRATEGY_LISTS)
-        r.problems.append(f"fairSharing.preemptionStrategies: must be one of {valid}, got {raw!r}")
+        section.problem("preemptionStrategies", f"must be one of {valid}, got {raw!r}")
         return FairSharing(enabled=enabled)
     return FairSharing(enabled=enabled, preemption_strategies=strategies)
 
 
-def _namespace_selector(data: Mapping[str, Any], r: _Reader, *, namespace: str) -> selector.Selector | None:
-    raw = data.get("managedJobsNamespaceSelector")
+def _namespace_selector(top: _Section, *, namespace: str) -> selector.Selector | None:
+    raw = top.get("managedJobsNamespaceSelector")
     if raw is None:
         return None
     errors = selector.problems(raw, "managedJobsNamespaceSelector")
     if errors:
-        r.problems.extend(str(e) for e in errors)
+        top.problems.extend(str(e) for e in errors)
         return None
     compiled = selector.compile_selector(raw)
     for protected in (KUBE_SYSTEM, namespace):
         if compiled.matches({NAME_LABEL: protected}):
-            r.problems.append(
-                f"managedJobsNamespaceSelector: matches namespace {protected!r}, which Turnstile must never manage; "
+            top.problem(
+                "managedJobsNamespaceSelector",
+                f"matches namespace {protected!r}, which Turnstile must never manage; "
                 f"exclude it, e.g. matchExpressions: [{{key: {NAME_LABEL}, operator: NotIn, "
-                f"values: [{KUBE_SYSTEM}, {namespace}]}}]"
+                f"values: [{KUBE_SYSTEM}, {namespace}]}}]",
             )
     return compiled
 
 
-def _wait_for_pods_ready(data: Mapping[str, Any], r: _Reader) -> WaitForPodsReady:
+def _wait_for_pods_ready(top: _Section) -> WaitForPodsReady:
     known = {"enable", "timeout", "recoveryTimeout", "blockAdmission", "requeuingStrategy"}
-    section = r.section(data, "waitForPodsReady", known)
-    where = "waitForPodsReady."
-    strategy = section.get("requeuingStrategy") or {}
-    if not isinstance(strategy, dict):
-        r.problems.append(f"{where}requeuingStrategy: must be a mapping")
-        strategy = {}
-    s_where = f"{where}requeuingStrategy."
-    for extra in sorted(set(strategy) - {"timestamp", "backoffBaseSeconds", "backoffMaxSeconds", "backoffLimitCount"}):
-        r.problems.append(f"{s_where}{extra}: unknown field")
-    base = r.typed(strategy, "backoffBaseSeconds", int, 60, s_where)
-    most = r.typed(strategy, "backoffMaxSeconds", int, 3600, s_where)
-    limit = r.typed(strategy, "backoffLimitCount", int, None, s_where)
+    section = top.section("waitForPodsReady", known)
+    raw = section.get("requeuingStrategy") or {}  # unlike a section, any empty value reads as none
+    if not isinstance(raw, dict):
+        section.problem("requeuingStrategy", "must be a mapping")
+        raw = {}
+    strategy = _Section(raw, f"{section.where}requeuingStrategy.", top.problems)
+    for extra in sorted(set(raw) - {"timestamp", "backoffBaseSeconds", "backoffMaxSeconds", "backoffLimitCount"}):
+        strategy.problem(extra, "unknown field")
+    base = strategy.typed("backoffBaseSeconds", int, 60)
+    most = strategy.typed("backoffMaxSeconds", int, 3600)
+    limit = strategy.typed("backoffLimitCount", int, None)
     if base <= 0:
-        r.problems.append(f"{s_where}backoffBaseSeconds: must be greater than 0")
+        strategy.problem("backoffBaseSeconds", "must be greater than 0")
     if most < base:
-        r.problems.append(f"{s_where}backoffMaxSeconds: must be at least backoffBaseSeconds ({base})")
+        strategy.problem("backoffMaxSeconds", f"must be at least backoffBaseSeconds ({base})")
     if limit is not None and limit < 0:
-        r.problems.append(f"{s_where}backoffLimitCount: must be 0 or more")
+        strategy.problem("backoffLimitCount", "must be 0 or more")
     return WaitForPodsReady(
-        enable=r.typed(section, "enable", bool, False, where),
-        timeout_seconds=r.duration(section, "timeout", 300.0, where),
+        enable=section.typed("enable", bool, False),
+        timeout_seconds=section.duration("timeout", 300.0),
         requeuing=RequeuingStrategy(base, most, limit),
     )
 
 
-def _frameworks(data: Mapping[str, Any], r: _Reader) -> tuple[str, ...]:
-    section = r.section(data, "integrations", {"frameworks", "externalFrameworks", "labelKeysToCopy", "podOptions"})
+def _frameworks(top: _Section) -> tuple[str, ...]:
+    section = top.section("integrations", {"frameworks", "externalFrameworks", "labelKeysToCopy", "podOptions"})
     frameworks = section.get("frameworks") or ["batch/job"]
     if not isinstance(frameworks, list):
-        r.problems.append("integrations.frameworks: must be a list")
+        section.problem("frameworks", "must be a list")
         return ("batch/job",)
     for name in frameworks:
         if name not in FRAMEWORK_KINDS:
-            r.problems.append(
-                f"integrations.frameworks: {name!r} is not supported by Turnstile (supported: "
-                f"{', '.join(sorted(FRAMEWORK_KINDS))})"
+            section.problem(
+                "frameworks",
+                f"{name!r} is not supported by Turnstile (supported: {', '.join(sorted(FRAMEWORK_KINDS))})",
             )
-    r.problems += [f"integrations.frameworks: {why}" for why in registry.missing_requirements(map(str, frameworks))]
+    for why in registry.missing_requirements(map(str, frameworks)):
+        section.problem("frameworks", why)
     return tuple(dict.fromkeys(str(f) for f in frameworks))
 
 
-def _leader_election(data: Mapping[str, Any], r: _Reader) -> LeaderElection:
+def _leader_election(top: _Section) -> LeaderElection:
     known = {
         "leaderElect",
         "leaseDuration",
@@ -375,28 +393,23 @@ def _leader_election(data: Mapping[str, Any], r: _Reader) -> LeaderElection:
         "resourceNamespace",
         "resourceLock",
     }
-    section = r.section(data, "leaderElection", known)
-    where = "leaderElection."
+    section = top.section("leaderElection", known)
     d = LeaderElection()
-    lease = r.duration(section, "leaseDuration", d.lease_duration_seconds, where)
-    renew = r.duration(section, "renewDeadline", d.renew_deadline_seconds, where)
-    retry = r.duration(section, "retryPeriod", d.retry_period_seconds, where)
+    lease = section.duration("leaseDuration", d.lease_duration_seconds)
+    renew = section.duration("renewDeadline", d.renew_deadline_seconds)
+    retry = section.duration("retryPeriod", d.retry_period_seconds)
     if renew >= lease:
-        r.problems.append(f"{where}renewDeadline: must be shorter than leaseDuration")
+        section.problem("renewDeadline", "must be shorter than leaseDuration")
     if retry >= renew:
-        r.problems.append(f"{where}retryPeriod: must be shorter than renewDeadline")
-    name = r.typed(section, "resourceName", str, d.resource_name, where)
-    return LeaderElection(r.typed(section, "leaderElect", bool, True, where), lease, renew, retry, name)
+        section.problem("retryPeriod", "must be shorter than renewDeadline")
+    name = section.typed("resourceName", str, d.resource_name)
+    return LeaderElection(section.typed("leaderElect", bool, True), lease, renew, retry, name)
 
 
-def _webhook(data: Mapping[str, Any], r: _Reader) -> WebhookServer:
-    section = r.section(data, "webhook", {"port", "certDir", "host"})
+def _webhook(top: _Section) -> WebhookServer:
+    section = top.section("webhook", {"port", "certDir", "host"})
     d = WebhookServer()
-    port = r.typed(section, "port", int, d.port, "webhook.")
+    port = section.typed("port", int, d.port)
     if not 0 < port < 65536:
-        r.problems.append(f"webhook.port: must be between 1 and 65535, got {port}")
-    return WebhookServer(
-        port,
-        r.typed(section, "certDir", str, d.cert_dir, "webhook."),
-        r.typed(section, "host", str, d.host, "webhook."),
-    )
+        section.problem("port", f"must be between 1 and 65535, got {port}")
+    return WebhookServer(port, section.typed("certDir", str, d.cert_dir), section.typed("host", str, d.host))

@@ -44,6 +44,8 @@ PRIORITY_PATH = key(LABELS, c.PRIORITY_CLASS_LABEL)
 MAX_EXEC_PATH = key(LABELS, c.MAX_EXEC_TIME_LABEL)
 PREBUILT_PATH = key(LABELS, c.PREBUILT_WORKLOAD_LABEL)
 STAMP_PATH = key(ANNOTATIONS, c.WORKLOAD_NAME_ANNOTATION)
+LABELS_MAP = ("metadata", "labels")
+ANNOTATIONS_MAP = ("metadata", "annotations")
 
 
 def queue_name(job: KubeObject) -> str:
@@ -55,23 +57,25 @@ def owned_by_managed_parent(obj: KubeObject, options: AdmissionOptions) -> bool:
     return owner is not None and options.manages_kind(owner.group, owner.kind)
 
 
-def default_labels(patch: Patch, obj: KubeObject, namespace: str, view: ClusterView, options: AdmissionOptions) -> bool:
-    """The label defaults every managed kind gets on creation; False when the object is not queued at all.
+def default_labels(
+    obj: KubeObject, namespace: str, view: ClusterView, options: AdmissionOptions
+) -> dict[str, str] | None:
+    """The label defaults every managed kind gets on creation (label -> value, to set); None when the object is
+    not queued at all.
 
     The queue defaults to the namespace's LocalQueue "default" when there is one; without a queue the object is
     managed only under ``manageJobsWithoutQueueName``. The priority class defaults to the WorkloadPriorityClass
     "default" when it exists.
     """
-    labels = obj.metadata.labels
+    labels, defaults = obj.metadata.labels, {}
     queue = labels.get(c.QUEUE_NAME_LABEL, "")
     if not queue and view.has_local_queue(namespace, c.DEFAULT_LOCAL_QUEUE):
-        queue = c.DEFAULT_LOCAL_QUEUE
-        patch.set_entry(("metadata", "labels"), c.QUEUE_NAME_LABEL, queue)
+        queue = defaults[c.QUEUE_NAME_LABEL] = c.DEFAULT_LOCAL_QUEUE
     if not queue and not options.manage_jobs_without_queue_name:
-        return False
+        return None
     if c.PRIORITY_CLASS_LABEL not in labels and view.has_workload_priority_class(c.DEFAULT_PRIORITY_CLASS):
-        patch.set_entry(("metadata", "labels"), c.PRIORITY_CLASS_LABEL, c.DEFAULT_PRIORITY_CLASS)
-    return True
+        defaults[c.PRIORITY_CLASS_LABEL] = c.DEFAULT_PRIORITY_CLASS
+    return defaults
 
 
 def namespace_is_managed(namespace: str, view: ClusterView, options: AdmissionOptions) -> bool:
@@ -136,15 +140,19 @@ class JobPolicy:
         namespace = request.namespace
         if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(job, options):
             return ALLOW
-        patch = Patch(request.raw_object)
         # 1-2. The queue and priority class defaults.
-        if not default_labels(patch, job, namespace, view, options):
+        labels = default_labels(job, namespace, view, options)
+        if labels is None:
             return ALLOW
-        # 3. Stamp the Workload's name, so the link is visible before the reconciler creates it.
-        if name := job.metadata.name:
-            stamp = self.workload_name(namespace, name, job)
-            patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
-        # 4. Suspend: the kind's controller must not create a pod before the queue admits the job.
+        # 3. The Workload's name, stamped so the link is visible before the reconciler creates it.
+        name = job.metadata.name
+        workload = self.workload_name(namespace, name, job) if name else None
+        # 4. The patch, written once everything is decided: the defaults, the stamp, and suspend (the kind's
+        # controller must not create a pod before the queue admits the job).
+        patch = Patch(request.raw_object)
+        patch.set_entries(LABELS_MAP, labels)
+        if workload is not None:
+            patch.set_entry(ANNOTATIONS_MAP, c.WORKLOAD_NAME_ANNOTATION, workload)
         patch.set_field(("spec", "suspend"), True)
         return allow(patch=patch.ops)
 

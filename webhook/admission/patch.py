@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.admission.review import MalformedReview
+from webhook.admission.verdict import Operation
 
 
 def escape(token: str) -> str:
@@ -45,12 +46,12 @@ def _value(obj: Mapping[str, Any], path: tuple[str, ...], kind: type[object] = o
 class Patch:
     def __init__(self, obj: Mapping[str, Any]) -> None:
         self._obj = obj
-        self._ops: list[dict[str, Any]] = []
+        self._ops: list[Operation] = []
         # Maps and lists this patch itself adds: later intents write into them instead of adding ops.
         self._created: dict[tuple[str, ...], Any] = {}
 
     @property
-    def ops(self) -> list[dict[str, Any]]:
+    def ops(self) -> list[Operation]:
         return self._ops
 
     def _existing(self, path: tuple[str, ...]) -> Any:
@@ -89,8 +90,14 @@ class Patch:
             return
         if current == value:
             return
-        op = "replace" if current is not None else "add"
-        self._ops.append({"op": op, "path": pointer((*map_path, key)), "value": value})
+        self._ops.append(
+            {"op": "replace" if current is not None else "add", "path": pointer((*map_path, key)), "value": value}
+        )
+
+    def set_entries(self, map_path: tuple[str, ...], entries: Mapping[str, str]) -> None:
+        """``set_entry`` for each of ``entries``, in order."""
+        for key, value in entries.items():
+            self.set_entry(map_path, key, value)
 
     def set_field(self, path: tuple[str, ...], value: Any) -> None:
         """``path = value`` for a scalar field whose parent object exists (e.g. ``spec.suspend``)."""

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from webhook.admission import names
 from webhook.admission.fielderror import FieldError, forbidden, immutable, invalid, key, required
-from webhook.admission.job_policy import default_labels, namespace_is_managed, owned_by_managed_parent
+from webhook.admission.job_policy import (
+    ANNOTATIONS_MAP,
+    LABELS_MAP,
+    default_labels,
+    namespace_is_managed,
+    owned_by_managed_parent,
+)
 from webhook.admission.options import POD_FRAMEWORK, AdmissionOptions
 from webhook.admission.patch import Patch
 from webhook.admission.review import Request
@@ -39,14 +45,15 @@ def mutate(request: Request, view: ClusterView, options: AdmissionOptions) -> Ve
     namespace = request.namespace
     if not namespace_is_managed(namespace, view, options) or owned_by_managed_parent(pod, options):
         return ALLOW
-    patch = Patch(raw)
-    if not default_labels(patch, pod, namespace, view, options):
+    labels = default_labels(pod, namespace, view, options)
+    if labels is None:
         return ALLOW
-    patch.set_entry(("metadata", "labels"), c.MANAGED_LABEL, "true")
     name, group = pod.metadata.name, group_name(pod)
-    if name or group:
-        stamp = naming.pod_workload_name(namespace, name, group)
-        patch.set_entry(("metadata", "annotations"), c.WORKLOAD_NAME_ANNOTATION, stamp)
+    workload = naming.pod_workload_name(namespace, name, group) if name or group else None
+    patch = Patch(raw)
+    patch.set_entries(LABELS_MAP, labels | {c.MANAGED_LABEL: "true"})
+    if workload is not None:
+        patch.set_entry(ANNOTATIONS_MAP, c.WORKLOAD_NAME_ANNOTATION, workload)
     patch.append_unique(("spec", "schedulingGates"), dict(GATE))
     return allow(patch=patch.ops)
 

@@ -1,7 +1,8 @@
 """ResourceFlavor, ClusterQueue, LocalQueue and WorkloadPriorityClass: defaulting and the rules a CRD schema
 cannot express (cross-field consistency, duplicates across lists, quantities compared with each other).
 
-Every message names the field path. Objects are read in either API version (``cohort`` or ``cohortName``).
+Every message names the field path. Objects are read in either API version (``cohort`` or ``cohortName``), through
+the checked view of the review (``review.Reviewed``).
 Must not: read the cluster (no rule here depends on other objects).
 """
 
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from webhook.admission import names, objects, quantity, selector
+from webhook.admission import names, quantity, selector
 from webhook.admission.fielderror import (
     FieldError,
     child,
@@ -24,7 +25,7 @@ from webhook.admission.fielderror import (
 )
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.patch import Patch
-from webhook.admission.review import Request
+from webhook.admission.review import Request, Reviewed
 from webhook.admission.verdict import ALLOW, Verdict, allow, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
@@ -49,16 +50,14 @@ def add_in_use_finalizer(request: Request, view: ClusterView, options: Admission
 
 
 def validate_resource_flavor(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    flavor = request.raw_object
     if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
-    spec = objects.mapping(flavor, "spec")
+    spec = request.view.mapping("spec")
     errors = label_map_errors(spec.get("nodeLabels"), "spec.nodeLabels")
     errors += _taint_errors(spec.get("nodeTaints"), "spec.nodeTaints")
     errors += _toleration_errors(spec.get("tolerations"), "spec.tolerations")
-    old = request.raw_old_object
     if request.has_old_object and request.operation == "UPDATE":
-        before = objects.mapping(old, "spec").get("topologyName")
+        before = request.old_view.mapping("spec").get("topologyName")
         if before and spec.get("topologyName") != before:
             errors.append(immutable("spec.topologyName", "cannot change once set"))
     return judge(errors)
@@ -143,17 +142,17 @@ def _toleration_errors(raw: object, path: str) -> list[FieldError]:
 
 
 def validate_cluster_queue(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    queue = request.raw_object
     if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
-    spec = objects.mapping(queue, "spec")
+    queue = request.view
+    spec = queue.mapping("spec")
     has_cohort = bool(spec.get("cohort") or spec.get("cohortName"))
-    groups = objects.sequence(queue, "spec", "resourceGroups")
+    groups = queue.sequence("spec", "resourceGroups")
     errors = resource_group_errors(groups, "spec.resourceGroups", has_parent=has_cohort, parent_word="cohort")
     if "namespaceSelector" in spec and spec["namespaceSelector"] is not None:
         errors += selector.problems(spec["namespaceSelector"], "spec.namespaceSelector")
-    preemption = objects.mapping(queue, "spec", "preemption")
-    borrow_policy = objects.mapping(queue, "spec", "preemption", "borrowWithinCohort").get("policy", "Never")
+    preemption = queue.mapping("spec", "preemption")
+    borrow_policy = queue.mapping("spec", "preemption", "borrowWithinCohort").get("policy", "Never")
     if preemption.get("reclaimWithinCohort", "Never") == "Never" and borrow_policy != "Never":
         errors.append(
             invalid(
@@ -162,7 +161,7 @@ def validate_cluster_queue(request: Request, view: ClusterView, options: Admissi
                 "must be Never while spec.preemption.reclaimWithinCohort is Never",
             )
         )
-    fungibility = objects.mapping(queue, "spec", "flavorFungibility")
+    fungibility = queue.mapping("spec", "flavorFungibility")
     if fungibility.get("preference") is not None and (
         fungibility.get("whenCanBorrow", "MayStopSearch") != "TryNextFlavor"
         or fungibility.get("whenCanPreempt", "TryNextFlavor") != "TryNextFlavor"
@@ -175,12 +174,12 @@ def validate_cluster_queue(request: Request, view: ClusterView, options: Admissi
             )
         )
     errors += _weight_errors(queue)
-    errors += _admission_check_flavor_errors(spec, groups)
+    errors += _admission_check_flavor_errors(spec.get("admissionChecksStrategy"), groups)
     return judge(errors)
 
 
-def _weight_errors(obj: Mapping[str, Any]) -> list[FieldError]:
-    weight = objects.mapping(obj, "spec", "fairSharing").get("weight")
+def _weight_errors(obj: Reviewed) -> list[FieldError]:
+    weight = obj.mapping("spec", "fairSharing").get("weight")
     if weight is not None:
         value = quantity.parse(weight)
         if value is None or value < 0 or 0 < value < ONE_NANO:
@@ -197,16 +196,16 @@ def validate_cohort(request: Request, view: ClusterView, options: AdmissionOptio
     A cycle is refused when the cache already shows the Cohorts that close it; two Cohorts created at the same
     moment can still form one, and the scheduler then reports it on the ClusterQueues below.
     """
-    cohort = request.raw_object
     if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
-    name = str(objects.mapping(cohort, "metadata").get("name") or "")
-    parent = objects.mapping(cohort, "spec").get("parentName")
+    cohort = request.view
+    name = str(cohort.mapping("metadata").get("name") or "")
+    parent = cohort.mapping("spec").get("parentName")
     errors: list[FieldError] = []
     if parent is not None and (not isinstance(parent, str) or (problem := names.dns1123_subdomain(parent))):
         errors.append(invalid("spec.parentName", parent, problem if isinstance(parent, str) else "must be a string"))
         parent = None
-    groups = objects.sequence(cohort, "spec", "resourceGroups")
+    groups = cohort.sequence("spec", "resourceGroups")
     errors += resource_group_errors(groups, "spec.resourceGroups", has_parent=bool(parent), parent_word="parentName")
     errors += _weight_errors(cohort)
     if parent:
@@ -235,8 +234,8 @@ def _cycle_through(name: str, parent: str, parents: Mapping[str, str | None]) ->
     return None  # ends at a root, or joins a cycle that does not pass through this Cohort (reported elsewhere)
 
 
-def _admission_check_flavor_errors(spec: Mapping[str, Any], groups: list[Any]) -> list[FieldError]:
-    strategy = spec.get("admissionChecksStrategy")
+def _admission_check_flavor_errors(strategy: object, groups: list[Any]) -> list[FieldError]:
+    """``spec.admissionChecksStrategy``: the flavors its checks name are the queue's."""
     if not isinstance(strategy, dict):
         return []
     flavors = sorted(_flavor_names(groups))
@@ -314,7 +313,9 @@ def resource_group_errors(groups: list[Any], path: str, *, has_parent: bool, par
             seen_flavors.add(str(flavor_name))
             resources = flavor.get("resources") or []
             combinations += len(resources) if isinstance(resources, list) else 0
-            errors += _flavor_quota_errors(flavor, covered, fpath, has_parent=has_parent, parent_word=parent_word)
+            errors += _flavor_quota_errors(
+                flavor.get("resources"), covered, fpath, has_parent=has_parent, parent_word=parent_word
+            )
         if combinations > MAX_FLAVOR_RESOURCES_PER_GROUP:
             errors.append(
                 invalid(
@@ -333,10 +334,11 @@ def resource_group_errors(groups: list[Any], path: str, *, has_parent: bool, par
 
 
 def _flavor_quota_errors(
-    flavor: Mapping[str, Any], covered: list[Any], path: str, *, has_parent: bool, parent_word: str
+    resources: object, covered: list[Any], path: str, *, has_parent: bool, parent_word: str
 ) -> list[FieldError]:
+    """A flavor's ``resources``: one quota per covered resource, in order, each a sane quantity."""
     errors: list[FieldError] = []
-    resources = flavor.get("resources") or []
+    resources = resources or []
     if not isinstance(resources, list):
         return [invalid(child(path, "resources"), resources, "must be a list")]
     if len(resources) != len(covered):
@@ -360,11 +362,11 @@ def _flavor_quota_errors(
                     f"must match coveredResources[{k}] ({covered[k]!r}): same resources, same order",
                 )
             )
-        nominal = _non_negative(quota, "nominalQuota", qpath, errors, needed=True)
+        nominal = _non_negative(quota.get("nominalQuota"), child(qpath, "nominalQuota"), errors, needed=True)
         for limit in ("borrowingLimit", "lendingLimit"):
             if quota.get(limit) is None:
                 continue
-            value = _non_negative(quota, limit, qpath, errors, needed=False)
+            value = _non_negative(quota[limit], child(qpath, limit), errors, needed=False)
             if not has_parent:
                 errors.append(invalid(child(qpath, limit), quota[limit], f"must be unset when {parent_word} is empty"))
             lending_over_nominal = value is not None and nominal is not None and value > nominal
@@ -375,17 +377,17 @@ def _flavor_quota_errors(
     return errors
 
 
-def _non_negative(quota: Mapping[str, Any], field: str, path: str, errors: list[FieldError], *, needed: bool) -> Any:
-    raw = quota.get(field)
+def _non_negative(raw: object, path: str, errors: list[FieldError], *, needed: bool) -> Fraction | None:
+    """The quantity ``raw`` at ``path`` when it is one and not negative; else None, with the error appended."""
     if raw is None:
         if needed:
-            errors.append(required(child(path, field), "a quantity is required"))
+            errors.append(required(path, "a quantity is required"))
         return None
     value = quantity.parse(raw)
     if value is None:
-        errors.append(invalid(child(path, field), raw, 'must be a resource quantity such as "10", "500m" or "4Gi"'))
+        errors.append(invalid(path, raw, 'must be a resource quantity such as "10", "500m" or "4Gi"'))
     elif value < 0:
-        errors.append(invalid(child(path, field), raw, "must be greater than or equal to 0"))
+        errors.append(invalid(path, raw, "must be greater than or equal to 0"))
         return None
     return value
 
@@ -394,26 +396,25 @@ def _non_negative(quota: Mapping[str, Any], field: str, path: str, errors: list[
 
 
 def validate_local_queue(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    queue = request.raw_object
     if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
     errors: list[FieldError] = []
-    target = objects.mapping(queue, "spec").get("clusterQueue")
+    target = request.view.mapping("spec").get("clusterQueue")
     if not isinstance(target, str) or not target:
         errors.append(required("spec.clusterQueue", "the name of the ClusterQueue this queue submits to"))
     elif problem := names.dns1123_subdomain(target):
         errors.append(invalid("spec.clusterQueue", target, problem))
     if request.operation == "UPDATE" and request.has_old_object:
-        before = objects.mapping(request.raw_old_object, "spec").get("clusterQueue")
+        before = request.old_view.mapping("spec").get("clusterQueue")
         if before != target:
             errors.append(immutable("spec.clusterQueue", f"cannot change (was {before!r}); create a new LocalQueue"))
     return judge(errors)
 
 
 def validate_priority_class(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    wpc = request.raw_object
     if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
+    wpc = request.view.raw  # value and description are top-level fields: no section to check
     errors: list[FieldError] = []
     value = wpc.get("value")
     if value is None:

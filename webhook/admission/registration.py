@@ -1,4 +1,5 @@
-"""Rendering Turnstile's Mutating/ValidatingWebhookConfigurations as plain dicts (pure: no I/O, no client).
+"""Rendering Turnstile's Mutating/ValidatingWebhookConfigurations as plain dicts (pure: no I/O, no client), their
+namespace and object selectors typed as label selectors are on the wire (``selector.LabelSelectorWire``).
 
 Used for the manifests under ``manifests/webhook`` (service-based clientConfig) and by ``turnstile cluster up
 --webhook-url`` and the integration tests (url-based clientConfig for a ``turnstile serve`` on the host).
@@ -18,11 +19,11 @@ object, so removing the queue label is still seen by the fail-closed webhook.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission.endpoints import ENDPOINTS, Endpoint
+from webhook.admission.selector import LabelSelectorWire, RequirementWire
 from webhook.api import constants as c
 from webhook.core.namespace_policy import DEFAULT_OWN_NAMESPACE, KUBE_SYSTEM, NAME_LABEL, NamespacePolicy
 from webhook.jobs.registry import DEFAULT_FRAMEWORKS
@@ -38,17 +39,17 @@ class ServiceRef:
     port: int = 443
 
 
-def default_namespace_selector(own_namespace: str = DEFAULT_OWN_NAMESPACE) -> dict[str, Any]:
+def default_namespace_selector(own_namespace: str = DEFAULT_OWN_NAMESPACE) -> LabelSelectorWire:
     return {"matchExpressions": [{"key": NAME_LABEL, "operator": "NotIn", "values": [KUBE_SYSTEM, own_namespace]}]}
 
 
-def namespace_selector_for(policy: NamespacePolicy) -> dict[str, Any]:
+def namespace_selector_for(policy: NamespacePolicy) -> LabelSelectorWire:
     """The namespaceSelector that matches exactly the namespaces ``policy`` manages (protected ones excluded)."""
-    expressions: list[dict[str, Any]] = [
+    expressions: list[RequirementWire] = [
         {"key": NAME_LABEL, "operator": "NotIn", "values": sorted({KUBE_SYSTEM, policy.own_namespace})}
     ]
     for req in policy.selector.requirements:
-        expr: dict[str, Any] = {"key": req.key, "operator": req.operator}
+        expr: RequirementWire = {"key": req.key, "operator": req.operator}
         if req.operator in ("In", "NotIn"):
             expr["values"] = sorted(req.values)
         if expr not in expressions:
@@ -58,15 +59,15 @@ def namespace_selector_for(policy: NamespacePolicy) -> dict[str, Any]:
     return {"matchExpressions": expressions}
 
 
-def _exists(label: str) -> dict[str, Any]:
+def _exists(label: str) -> LabelSelectorWire:
     return {"matchExpressions": [{"key": label, "operator": "Exists"}]}
 
 
-def _absent(label: str) -> dict[str, Any]:
+def _absent(label: str) -> LabelSelectorWire:
     return {"matchExpressions": [{"key": label, "operator": "DoesNotExist"}]}
 
 
-def _variants(endpoint: Endpoint, *, manage_without_queue_name: bool) -> list[tuple[str, dict[str, Any], str]]:
+def _variants(endpoint: Endpoint, *, manage_without_queue_name: bool) -> list[tuple[str, LabelSelectorWire, str]]:
     """(name, objectSelector, failurePolicy) of each webhook serving ``endpoint``."""
     if not endpoint.workload_kind:
         return [(endpoint.name, {}, "Fail")]
@@ -86,8 +87,8 @@ def render_webhook_configurations(
     ca_bundle: bytes | None,
     url: str | None = None,
     service: ServiceRef | None = None,
-    namespace_selector: Mapping[str, Any] | None = None,
-    workload_namespace_selector: Mapping[str, Any] | None = None,
+    namespace_selector: LabelSelectorWire | None = None,
+    workload_namespace_selector: LabelSelectorWire | None = None,
     frameworks: frozenset[str] = DEFAULT_FRAMEWORKS,
     manage_jobs_without_queue_name: bool = False,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,

@@ -7,7 +7,7 @@ Used for the namespace policy, the configuration's ``managedJobsNamespaceSelecto
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from webhook.admission import names
 from webhook.admission.fielderror import FieldError, child, index, invalid, key, not_supported, required
@@ -85,7 +85,7 @@ def _requirement_problems(expr: object, path: str) -> list[FieldError]:
     return errors
 
 
-def compile_selector(raw: Mapping[str, Any]) -> Selector:
+def compile_selector(raw: LabelSelectorWire) -> Selector:
     """A selector from its wire form; call ``problems`` first, this assumes a valid one."""
     reqs = [Requirement(k, "In", frozenset({v})) for k, v in sorted((raw.get("matchLabels") or {}).items())]
     for expr in raw.get("matchExpressions") or []:

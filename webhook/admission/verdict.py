@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from webhook.admission.fielderror import FieldError, summarize
 
@@ -15,19 +15,28 @@ from webhook.admission.fielderror import FieldError, summarize
 DENIED_CODE = 403
 
 
+class Operation(TypedDict):
+    """One RFC 6902 operation of a verdict's patch, as the response carries it (``webhook.admission.patch`` emits
+    only these two)."""
+
+    op: Literal["add", "replace"]
+    path: str
+    value: Any
+
+
 @dataclass(frozen=True)
 class Verdict:
     allowed: bool
     message: str = ""
     code: int = 200
-    patch: tuple[dict[str, Any], ...] = ()
+    patch: tuple[Operation, ...] = ()
     warnings: tuple[str, ...] = ()
 
 
 ALLOW = Verdict(allowed=True)
 
 
-def allow(*, patch: Sequence[dict[str, Any]] = (), warnings: Sequence[str] = ()) -> Verdict:
+def allow(*, patch: Sequence[Operation] = (), warnings: Sequence[str] = ()) -> Verdict:
     if not patch and not warnings:
         return ALLOW
     return Verdict(allowed=True, patch=tuple(patch), warnings=tuple(warnings))

@@ -1,17 +1,17 @@
 """Workload validation and defaulting: pod sets well formed, admission consistent with pod sets, and what is
 fixed while quota is reserved (pod sets, queue, admission, priority source) kept fixed.
 
-Objects are read in either API version (``priorityClassSource`` or ``priorityClassRef``). Covers writes to
-``workloads`` and ``workloads/status``. Must not: read the cluster.
+Objects are read in either API version (``priorityClassSource`` or ``priorityClassRef``), through the checked
+view of the review (``review.Reviewed``). Covers writes to ``workloads`` and ``workloads/status``.
+Must not: read the cluster.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
-from webhook.admission import names, objects, quantity
+from webhook.admission import names, quantity
 from webhook.admission.fielderror import (
     FieldError,
     child,
@@ -23,7 +23,7 @@ from webhook.admission.fielderror import (
     required,
 )
 from webhook.admission.options import AdmissionOptions
-from webhook.admission.review import Request
+from webhook.admission.review import Entry, Request, Reviewed
 from webhook.admission.verdict import ALLOW, Verdict, judge
 from webhook.admission.view import ClusterView
 from webhook.api import constants as c
@@ -32,27 +32,22 @@ CONDITION_STATUSES = ("True", "False", "Unknown")
 _RESERVED_RESOURCE = "pods"
 
 
-def has_condition(workload: Mapping[str, Any], condition: str) -> bool:
-    for cond in objects.sequence(workload, "status", "conditions"):
+def has_condition(workload: Reviewed, condition: str) -> bool:
+    for cond in workload.sequence("status", "conditions"):
         if isinstance(cond, dict) and cond.get("type") == condition:
             return cond.get("status") == "True"
     return False
 
 
-def reserves_quota(workload: Mapping[str, Any]) -> bool:
+def reserves_quota(workload: Reviewed) -> bool:
     return has_condition(workload, c.COND_QUOTA_RESERVED)
 
 
-def _pod_sets(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    sets = objects.sequence(workload, "spec", "podSets")
-    return [ps for ps in sets if isinstance(ps, dict)]
-
-
 def validate(request: Request, view: ClusterView, options: AdmissionOptions) -> Verdict:
-    workload = request.raw_object
     if not request.has_object or request.operation not in ("CREATE", "UPDATE"):
         return ALLOW
-    old = request.raw_old_object if request.operation == "UPDATE" and request.has_old_object else None
+    workload = request.view
+    old = request.old_view if request.operation == "UPDATE" and request.has_old_object else None
     errors = workload_errors(workload, old)
     if old is not None:
         errors += update_errors(workload, old)
@@ -61,10 +56,10 @@ def validate(request: Request, view: ClusterView, options: AdmissionOptions) -> 
     return judge(errors)
 
 
-def _priority_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+def _priority_errors(new: Reviewed, old: Reviewed) -> list[FieldError]:
     """A Workload's priority comes from its priority class, set by Turnstile: nobody else may raise (or lower)
     it in place, or one tenant could preempt another by editing a number."""
-    new_spec, old_spec = objects.mapping(new, "spec"), objects.mapping(old, "spec")
+    new_spec, old_spec = new.mapping("spec"), old.mapping("spec")
     errors = []
     for field in ("priority", "priorityClassRef"):
         if new_spec.get(field) != old_spec.get(field):
@@ -78,9 +73,9 @@ def _priority_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Fie
     return errors
 
 
-def workload_errors(workload: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
+def workload_errors(workload: Reviewed, old: Reviewed | None) -> list[FieldError]:
     errors: list[FieldError] = []
-    raw_sets = objects.sequence(workload, "spec", "podSets")
+    raw_sets = workload.sequence("spec", "podSets")
     if not raw_sets:
         errors.append(required("spec.podSets", "a Workload needs at least one pod set"))
     if len(raw_sets) > c.MAX_PODSETS:
@@ -107,7 +102,7 @@ def workload_errors(workload: Mapping[str, Any], old: Mapping[str, Any] | None) 
             with_min += 1
             if isinstance(min_count, bool) or not isinstance(min_count, int) or not 1 <= min_count <= count:
                 errors.append(invalid(child(path, "minCount"), min_count, f"must be between 1 and count ({count})"))
-        errors += _template_resource_errors(ps, path)
+        errors += _template_resource_errors(Entry(ps), path)
     if with_min > 1:
         errors.append(invalid("spec.podSets", with_min, "at most one pod set can use minCount"))
     if reserves_quota(workload):
@@ -117,21 +112,22 @@ def workload_errors(workload: Mapping[str, Any], old: Mapping[str, Any] | None) 
     return errors
 
 
-def _template_resource_errors(ps: Mapping[str, Any], path: str) -> list[FieldError]:
+def _template_resource_errors(ps: Entry, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     for list_name in ("initContainers", "containers"):
-        for j, container in enumerate(objects.sequence(ps, "template", "spec", list_name)):
+        for j, container in enumerate(ps.sequence("template", "spec", list_name)):
             if not isinstance(container, dict):
                 continue
             cpath = index(child(path, f"template.spec.{list_name}"), j)
             for kind in ("requests", "limits"):
                 errors += _resource_list_errors(
-                    objects.mapping(container, "resources", kind), child(cpath, f"resources.{kind}")
+                    Entry(container).mapping("resources", kind), child(cpath, f"resources.{kind}")
                 )
     return errors
 
 
-def _resource_list_errors(resources: Mapping[str, Any], path: str) -> list[FieldError]:
+def _resource_list_errors(resources: Mapping[str, object], path: str) -> list[FieldError]:
+    """A resource list (``requests`` or ``limits``): a quantity per resource name, each checked."""
     errors: list[FieldError] = []
     for name, raw in resources.items():
         if name == _RESERVED_RESOURCE:
@@ -144,14 +140,11 @@ def _resource_list_errors(resources: Mapping[str, Any], path: str) -> list[Field
     return errors
 
 
-def _admission_errors(
-    workload: Mapping[str, Any], old: Mapping[str, Any] | None, counts: Mapping[str, int]
-) -> list[FieldError]:
-    status = objects.mapping(workload, "status")
-    admission = status.get("admission")
+def _admission_errors(workload: Reviewed, old: Reviewed | None, counts: Mapping[str, int]) -> list[FieldError]:
+    admission = workload.mapping("status").get("admission")
     if admission is None:
         # One that already reserved quota without an admission may still be updated so it can converge.
-        if old is not None and reserves_quota(old) and objects.mapping(old, "status").get("admission") is None:
+        if old is not None and reserves_quota(old) and old.mapping("status").get("admission") is None:
             return []
         return [required("status.admission", "must be set while the QuotaReserved condition is True")]
     if not isinstance(admission, dict):
@@ -177,7 +170,7 @@ def _admission_errors(
         if name not in counts:
             errors.append(FieldError(child(path, "name"), "Not found", "no pod set has this name", name, True))
         count = psa.get("count")
-        usage = psa.get("resourceUsage") or {}
+        usage = psa.get("resourceUsage")
         if isinstance(count, int) and not isinstance(count, bool) and count > 0 and isinstance(usage, dict):
             for resource, raw in usage.items():
                 value = quantity.parse(raw)
@@ -189,10 +182,10 @@ def _admission_errors(
     return errors
 
 
-def _condition_errors(workload: Mapping[str, Any]) -> list[FieldError]:
+def _condition_errors(workload: Reviewed) -> list[FieldError]:
     errors: list[FieldError] = []
     seen: set[str] = set()
-    for i, cond in enumerate(objects.sequence(workload, "status", "conditions")):
+    for i, cond in enumerate(workload.sequence("status", "conditions")):
         path = index("status.conditions", i)
         if not isinstance(cond, dict):
             errors.append(invalid(path, cond, "must be a condition object"))
@@ -215,12 +208,10 @@ def _condition_errors(workload: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _reclaimable_errors(workload: Mapping[str, Any], counts: Mapping[str, int]) -> list[FieldError]:
+def _reclaimable_errors(workload: Reviewed, counts: Mapping[str, int]) -> list[FieldError]:
     errors: list[FieldError] = []
-    for entry in objects.sequence(workload, "status", "reclaimablePods"):
-        if not isinstance(entry, dict):
-            continue
-        name, count = entry.get("name"), entry.get("count", 0)
+    for entry in workload.dicts("status", "reclaimablePods"):
+        name, count = entry.raw.get("name"), entry.raw.get("count", 0)
         path = key("status.reclaimablePods", str(name))
         if name not in counts:
             errors.append(invalid(child(path, "name"), name, f"must be one of the pod sets: {sorted(counts)}"))
@@ -229,15 +220,15 @@ def _reclaimable_errors(workload: Mapping[str, Any], counts: Mapping[str, int]) 
     return errors
 
 
-def _reclaimable(workload: Mapping[str, Any]) -> dict[str, int]:
+def _reclaimable(workload: Reviewed) -> dict[str, int]:
     return {
-        str(e.get("name")): int(e.get("count", 0))
-        for e in objects.sequence(workload, "status", "reclaimablePods")
-        if isinstance(e, dict) and isinstance(e.get("count", 0), int)
+        str(e.raw.get("name")): int(e.raw.get("count", 0))
+        for e in workload.dicts("status", "reclaimablePods")
+        if isinstance(e.raw.get("count", 0), int)
     }
 
 
-def _without_topology(admission: Any) -> Any:
+def _without_topology(admission: object) -> object:
     """Admission minus the topology fields the scheduler may fill in after admitting."""
     if not isinstance(admission, dict):
         return admission
@@ -253,17 +244,17 @@ def _without_topology(admission: Any) -> Any:
     return {**admission, "podSetAssignments": trimmed}
 
 
-def update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+def update_errors(new: Reviewed, old: Reviewed) -> list[FieldError]:
     errors: list[FieldError] = []
     reserved_before, reserved_after = reserves_quota(old), reserves_quota(new)
-    new_spec, old_spec = objects.mapping(new, "spec"), objects.mapping(old, "spec")
+    new_spec, old_spec = new.mapping("spec"), old.mapping("spec")
     # 1. Quota was computed from the pod sets and the queue: both fixed while it is reserved.
     if reserved_before and new_spec.get("podSets") != old_spec.get("podSets"):
         errors.append(immutable("spec.podSets", "cannot change while the Workload has quota reserved"))
     if reserved_before and reserved_after and new_spec.get("queueName") != old_spec.get("queueName"):
         errors.append(immutable("spec.queueName", "cannot change while the Workload has quota reserved"))
     if reserved_before and reserved_after:
-        errors += _priority_class_errors(new_spec, old_spec)
+        errors += _priority_class_errors(new, old)
         before, after = _reclaimable(old), _reclaimable(new)
         for name, count in before.items():
             if name not in after:
@@ -275,8 +266,8 @@ def update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
                     )
                 )
     # 2. An admission can be set or cleared, never edited in place.
-    new_adm = objects.mapping(new, "status").get("admission")
-    old_adm = objects.mapping(old, "status").get("admission")
+    old_status, new_status = old.mapping("status"), new.mapping("status")
+    new_adm, old_adm = new_status.get("admission"), old_status.get("admission")
     if new_adm is not None and old_adm is not None and _without_topology(new_adm) != _without_topology(old_adm):
         errors.append(immutable("status.admission", "can be set or cleared, but not changed; clear it first"))
     # 3. The execution-time limit is fixed while admitted.
@@ -285,7 +276,6 @@ def update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
     if admitted and new_spec.get(max_exec) != old_spec.get(max_exec):
         errors.append(immutable("spec.maximumExecutionTimeSeconds", "cannot change while the Workload is admitted"))
     # 4. A cluster is picked among the nominated ones.
-    old_status, new_status = objects.mapping(old, "status"), objects.mapping(new, "status")
     cluster = new_status.get("clusterName")
     if old_status.get("clusterName") is None and cluster is not None:
         nominated = old_status.get("nominatedClusterNames") or []
@@ -296,10 +286,11 @@ def update_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
     return errors
 
 
-def _priority_class_errors(new_spec: Mapping[str, Any], old_spec: Mapping[str, Any]) -> list[FieldError]:
+def _priority_class_errors(new: Reviewed, old: Reviewed) -> list[FieldError]:
     """While quota is reserved the kind of priority class is fixed; the name of a WorkloadPriorityClass may change
     (the job's priority-class label moved), that of a pod PriorityClass may not. v1beta2 says it with
     ``priorityClassRef`` (group, kind, name), v1beta1 with ``priorityClassSource`` and ``priorityClassName``."""
+    new_spec, old_spec = new.mapping("spec"), old.mapping("spec")
     new_ref, old_ref = new_spec.get("priorityClassRef"), old_spec.get("priorityClassRef")
     if isinstance(new_ref, Mapping) or isinstance(old_ref, Mapping):
         new_ref, old_ref = new_ref or {}, old_ref or {}

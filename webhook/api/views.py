@@ -4,7 +4,7 @@ Owns: ``ObjectView`` (any object: the metadata every object has, its key, its ``
 ``ObjectKey`` (where an object lives: namespace and name; ``webhook.kube.objects`` names it too),
 ``PodTemplateView``, and the views of the kinds read by more than their name: ``BatchJob`` (a batch/v1 Job's
 counts and states as the Job controller reports them), ``PriorityClass`` (its value, for a PriorityClass and a
-WorkloadPriorityClass alike), ``Pod`` (gates, phase, readiness, deletion) and
+WorkloadPriorityClass alike), ``ConfigMap`` (its data), ``Pod`` (gates, phase, readiness, deletion) and
 ``WorkloadRecord`` (a Workload whole, as what writes it or compares a job with it reads it: its pod sets with their
 templates as recorded, its admission's assignments, conditions, activeness and requeue state; the split with
 ``webhook.api.model.Workload``, which decisions read, is explained there).
@@ -19,9 +19,9 @@ string, which a manifest read from YAML may hold). The object stays reachable as
 (the accessors are Python calls; the decode runs in C).
 Views are made once, at the edge: the controller takes each cached object's view from the cache
 (``ClusterCache.view``, one per stored version), the admission webhook from the object under review
-(``Request.view``); below that, functions take views, never dicts, but for three builders called from outside
-those edges (``ObjectLike``). ``view_of`` reads a view as another kind (a generic ``ObjectView`` as a
-``BatchJob``) without splitting the object again.
+(``Request.view``), the CLI and the dashboard from what they read; below that, functions take views, never
+dicts, but for the few called from outside those edges with the object as sent (``ObjectLike``). ``view_of``
+reads a view as another kind (a generic ``ObjectView`` as a ``BatchJob``) without splitting the object again.
 Must not: modify the object it wraps, decide anything about admission or quota, do I/O.
 """
 
@@ -126,11 +126,26 @@ class ObjectView(_Described, frozen=True):
     def has_controller(self) -> bool:
         return any(o.get("controller") for o in self.owner_references)
 
+    @property
+    def conditions(self) -> Sequence[Raw]:
+        """``status.conditions`` as sent."""
+        return entries(self.status, "conditions")
+
+    def condition(self, type_: str) -> Raw | None:
+        """The first condition of ``type_``, or None."""
+        return next((c for c in self.conditions if c.get("type") == type_), None)
+
+    def condition_true(self, type_: str) -> bool:
+        """The first condition of ``type_`` says True (False when there is none)."""
+        found = self.condition(type_)
+        return found is not None and found.get("status") == "True"
+
 
 _View = TypeVar("_View", bound=ObjectView)
-# A view, or the object as the API server sent it: taken only by the few builders that callers outside the
+# A view, or the object as the API server sent it: taken only by the few functions that callers outside the
 # controller and the webhook call with the object as sent (``turnstile fit``, test set-ups): a batch Job's Workload,
-# its release, a Workload's admission. Everything else takes a view.
+# its release, a Workload's admission; what the CLI shows of the objects it read (``webhook.usercli.views``); the
+# front proxy's trust, from its ConfigMap. Each views it once, on entry. Everything else takes a view.
 ObjectLike = ObjectView | Raw
 
 
@@ -222,10 +237,6 @@ class BatchJob(ObjectView, frozen=True):
         """``status.startTime`` is set: the Job controller started it (and has not cleared it on suspension)."""
         return bool(self.status.get("startTime"))
 
-    @property
-    def conditions(self) -> Sequence[Mapping[str, Any]]:
-        return entries(self.status, "conditions")
-
     def has_condition(self, type_: str) -> bool:
         """Some condition of ``type_`` says True."""
         return any(c.get("type") == type_ and c.get("status") == "True" for c in self.conditions)
@@ -242,6 +253,14 @@ class PriorityClass(ObjectView, frozen=True):
     @property
     def global_default(self) -> bool:
         return bool(self.raw.get("globalDefault"))
+
+
+class ConfigMap(ObjectView, frozen=True):
+    """A v1 ConfigMap: its ``data`` at the top level, without a spec."""
+
+    @property
+    def data(self) -> Mapping[str, str]:
+        return section(self.raw, "data")
 
 
 class Pod(ObjectView, frozen=True):
@@ -337,6 +356,33 @@ class WorkloadRecord(ObjectView, frozen=True):
     def active(self) -> bool:
         """``spec.active``; a Workload is active unless it says otherwise."""
         return bool(self.spec.get("active", True))
+
+    @property
+    def queue_name(self) -> str:
+        """``spec.queueName``: its LocalQueue ("" when missing)."""
+        return str(self.spec.get("queueName") or "")
+
+    @property
+    def priority(self) -> int:
+        """``spec.priority``; 0 when missing or not a number."""
+        try:
+            return int(self.spec.get("priority") or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    @property
+    def priority_class_name(self) -> str:
+        """The class its priority comes from: v1beta2's ``priorityClassRef.name``, else v1beta1's
+        ``priorityClassName``; "" when none."""
+        ref = self.spec.get("priorityClassRef")
+        name = ref.get("name") if isinstance(ref, Mapping) else self.spec.get("priorityClassName")
+        return str(name or "")
+
+    @property
+    def admitted_to(self) -> str | None:
+        """``status.admission.clusterQueue``: the ClusterQueue that admitted it; None without an admission."""
+        value = section(self.status, "admission").get("clusterQueue")
+        return str(value) if value else None
 
     @property
     def requeue_state(self) -> Raw:

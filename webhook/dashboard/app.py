@@ -34,7 +34,6 @@ from webhook.kube import resources as r
 from webhook.kube.apiserver import ApiServerKube
 from webhook.kube.client import Kube
 from webhook.kube.errors import Forbidden, KubeError
-from webhook.kube.objects import ObjectKey
 from webhook.usercli.candidate import NotAJob, candidate_workload
 from webhook.usercli.views import cluster_queue_view
 from webhook.visibility.pending import PendingIndex, Queues
@@ -145,7 +144,7 @@ async def fit(request: web.Request) -> web.Response:
 
 async def workload(request: web.Request) -> web.Response:
     namespace, name = request.match_info["namespace"], request.match_info["name"]
-    obj = request.app[CACHE].get(r.WORKLOAD, ObjectKey(namespace, name))
+    obj = request.app[CACHE].workload(namespace, name)
     if obj is None:
         raise web.HTTPNotFound(text=f"workload {namespace}/{name} is not known (or you may not see it)")
     try:

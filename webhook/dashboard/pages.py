@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from webhook.api.views import WorkloadRecord
 from webhook.core.fit import FitAnswer
 from webhook.usercli.candidate import fit_text
 from webhook.usercli.views import ClusterQueueView, workload_state
@@ -67,7 +68,7 @@ def _pending_rows(pending: Sequence[PendingEntry]) -> str:
         return "<p class='muted pending-empty'>Nothing pending.</p>"
     rows = []
     for position, entry in enumerate(pending[:PENDING_SHOWN], start=1):
-        _, reason, message = workload_state(entry.obj)
+        _, reason, message = workload_state(entry.workload)
         link = f"/workloads/{escape(entry.namespace)}/{escape(entry.name)}"
         rows.append(
             f"<tr class='pending'><td>{position}</td><td><a href='{link}'>{escape(entry.namespace)}/"
@@ -131,14 +132,14 @@ def fit_error(message: str) -> str:
     return f"<p class='fit-error'>{escape(message)}</p>"
 
 
-def workload_detail(workload: Obj, events: Sequence[Obj], answer: FitAnswer | None, subject: str) -> str:
-    meta, spec, status = workload.get("metadata") or {}, workload.get("spec") or {}, workload.get("status") or {}
+def workload_detail(workload: WorkloadRecord, events: Sequence[Obj], answer: FitAnswer | None, subject: str) -> str:
+    meta, spec = workload.metadata, workload.spec
     state, reason, message = workload_state(workload)
     conditions = "".join(
         f"<tr><td>{escape(str(c.get('type')))}</td><td>{escape(str(c.get('status')))}</td>"
         f"<td>{escape(str(c.get('reason', '')))}</td><td>{escape(str(c.get('message', '')))}</td>"
         f"<td>{escape(str(c.get('lastTransitionTime', '')))}</td></tr>"
-        for c in status.get("conditions") or []
+        for c in workload.conditions
     )
     history = "".join(
         f"<tr><td>{escape(str(e.get('lastTimestamp') or e.get('eventTime') or ''))}</td>"

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.api.constants import QUEUE_NAME_LABEL
-from webhook.api.views import BatchJob, PriorityClass
+from webhook.api.views import ObjectView, PriorityClass
 from webhook.api.workload import Workload, parse_workload
 from webhook.core.fit import ADMITTED, PREEMPTING, FitAnswer
 from webhook.jobs import batch_job, priority, registry, suspendable
@@ -29,17 +29,18 @@ class NotAJob(ValueError):
 
 
 def candidate_workload(
-    manifest: Obj,
+    manifest: object,
     *,
     namespace: str,
     workload_priority_classes: Iterable[Obj] = (),
     priority_classes: Iterable[Obj] = (),
 ) -> tuple[str, Workload]:
-    """``(subject, workload)`` for a Job or Workload manifest; ``namespace`` when the manifest names none."""
+    """``(subject, workload)`` for a Job or Workload manifest (a document as read from YAML: anything until
+    checked); ``namespace`` when the manifest names none."""
     if not isinstance(manifest, Mapping):
         raise NotAJob("the file does not hold a Kubernetes object")
     kind, api_version = manifest.get("kind"), str(manifest.get("apiVersion", ""))
-    meta = dict(manifest.get("metadata") or {})
+    meta = dict(ObjectView.of(manifest).metadata)  # a copy: the candidate's name and namespace are filled in
     meta["namespace"] = meta.get("namespace") or namespace
     name = meta.get("name") or meta.get("generateName")
     if not name:
@@ -54,14 +55,14 @@ def candidate_workload(
     if adapter is None:
         kinds = ", ".join(f"{a.kind.api_version} {a.kind.kind}" for a in _SUSPENDABLE)
         raise NotAJob(f"turnstile fit places a Workload or one of {kinds}; not a {api_version} {kind}")
-    if not (meta.get("labels") or {}).get(QUEUE_NAME_LABEL):
-        raise NotAJob(f"the {kind} has no {QUEUE_NAME_LABEL} label: name the LocalQueue it is for")
     job = dict(manifest) | {"metadata": meta | {"uid": meta.get("uid") or "turnstile-fit-candidate"}}
+    view = adapter.view.of(job)
+    if not view.label(QUEUE_NAME_LABEL):
+        raise NotAJob(f"the {kind} has no {QUEUE_NAME_LABEL} label: name the LocalQueue it is for")
     wpcs = {str(w.metadata.get("name", "")): w for w in map(PriorityClass.of, workload_priority_classes)}
     classes = [PriorityClass.of(p) for p in priority_classes]
     if adapter is not batch_job.ADAPTER:
-        return _other_kind(adapter, job, wpcs, classes)
-    view = BatchJob.of(job)
+        return _other_kind(adapter, view, wpcs, classes)
     resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=classes)
     try:
         body = batch_job.workload_for(
@@ -85,13 +86,11 @@ def _suspendable(api_version: str, kind: str) -> SuspendableAdapter | None:
 
 
 def _other_kind(
-    adapter: SuspendableAdapter, job: Obj, wpcs: Mapping[str, PriorityClass], classes: list[PriorityClass]
+    adapter: SuspendableAdapter, view: ObjectView, wpcs: Mapping[str, PriorityClass], classes: list[PriorityClass]
 ) -> tuple[str, Workload]:
-    meta = job["metadata"]
-    view = adapter.view.of(job)
     template = adapter.priority_template(view)
     resolved = priority.resolve(view, workload_priority_classes=wpcs, priority_classes=classes, template=template)
-    subject = f"{adapter.kind.kind} {meta['namespace']}/{meta['name']}"
+    subject = f"{adapter.kind.kind} {view.key}"
     try:
         body = suspendable.workload_for(
             view,

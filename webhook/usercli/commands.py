@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
+from webhook.api.views import BatchJob, ObjectView, WorkloadRecord
 from webhook.core import fit as core_fit
 from webhook.core.snapshot import Snapshot
 from webhook.core.snapshotparse import SnapshotParser
@@ -102,19 +103,21 @@ async def why(kube: Kube, target: str, *, namespace: str, now: datetime, fmt: re
     """Why ``target`` (``NAME`` or ``job/NAME`` for a Job, ``workload/NAME``) waits, or what it is doing."""
     kind, _, name = target.rpartition("/")
     kind = (kind or "job").lower()
-    job: Object | None = None
+    job: BatchJob | None = None
+    workload: WorkloadRecord | None = None
     if kind in ("job", "jobs", "job.batch"):
         subject = f"Job {namespace}/{name}"
         try:
-            job = await kube.get(r.JOB, name, namespace=namespace)
+            job = BatchJob.of(await kube.get(r.JOB, name, namespace=namespace))
         except NotFound:
             raise CommandError(f"job {name!r} not found in namespace {namespace!r}") from None
         wls, _ = await _list_visible(kube, r.WORKLOAD, namespace)
-        workload = views.find_workload_for(job, [w for w in wls if w["metadata"].get("namespace") == namespace])
+        mine = (WorkloadRecord.of(w) for w in wls)
+        workload = views.find_workload_for(job, [w for w in mine if w.key.namespace == namespace])
     elif kind in ("workload", "workloads", "wl"):
         subject = f"Workload {namespace}/{name}"
         try:
-            workload = await kube.get(r.WORKLOAD, name, namespace=namespace)
+            workload = WorkloadRecord.of(await kube.get(r.WORKLOAD, name, namespace=namespace))
         except NotFound:
             raise CommandError(f"workload {name!r} not found in namespace {namespace!r}") from None
     else:
@@ -124,12 +127,9 @@ async def why(kube: Kube, target: str, *, namespace: str, now: datetime, fmt: re
     peers: list[Object] = []
     local_queues: list[Object] = []
     if workload is not None:
-        spec, status = workload.get("spec") or {}, workload.get("status") or {}
-        local_queue = await _get_or_none(kube, r.LOCAL_QUEUE, str(spec.get("queueName", "")), namespace=namespace)
-        cq_name = (status.get("admission") or {}).get("clusterQueue") or (
-            (local_queue or {}).get("spec", {}).get("clusterQueue", "")
-        )
-        cluster_queue = await _get_or_none(kube, r.CLUSTER_QUEUE, str(cq_name))
+        local_queue = await _get_or_none(kube, r.LOCAL_QUEUE, workload.queue_name, namespace=namespace)
+        target = ObjectView.of(local_queue).spec.get("clusterQueue", "") if local_queue is not None else ""
+        cluster_queue = await _get_or_none(kube, r.CLUSTER_QUEUE, str(workload.admitted_to or target))
         peers, _ = await _list_visible(kube, r.WORKLOAD, namespace)
         local_queues, _ = await _list_visible(kube, r.LOCAL_QUEUE, namespace)
     fit_answer = None
@@ -138,10 +138,7 @@ async def why(kube: Kube, target: str, *, namespace: str, now: datetime, fmt: re
         # rest of the report, from the Workload's own conditions.
         with contextlib.suppress(CommandError):
             snapshot, _ = await cluster_snapshot(kube, namespace)
-            meta = workload.get("metadata") or {}
-            fit_answer = core_fit.explain_workload(
-                snapshot, (str(meta.get("namespace", "")), str(meta.get("name", ""))), now=now
-            )
+            fit_answer = core_fit.explain_workload(snapshot, workload.key, now=now)
     report = views.explain(
         subject,
         job=job,

@@ -1,25 +1,28 @@
-"""What the CLI shows, computed from objects as plain dicts: queue quota pictures, workload states, positions.
+"""What the CLI shows, computed from the objects read: queue quota pictures, workload states, positions.
 
 Owns: the rows and reports (frozen dataclasses) and the pure functions that build them, including the queue
 order used for positions (priority, highest first, then creation time, oldest first: the order Kueue's heap
 uses for both StrictFIFO and BestEffortFIFO).
-Must not: do I/O, read the clock (``now`` is passed in), or format text (``render`` does).
+Each function views the objects it is given once (``webhook.api.views``: a ClusterQueue or LocalQueue as an
+``ObjectView``, a Workload as a ``WorkloadRecord``, a Job as a ``BatchJob``); callers may pass the objects as the
+API server sent them. Must not: do I/O, read the clock (``now`` is passed in), or format text (``render`` does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import NamedTuple, TypeVar
 
 from webhook.api import constants, model
 from webhook.api.quantity import InvalidQuantity, Quantity, parse_quantity
 from webhook.api.resources import pod_requests
+from webhook.api.views import BatchJob, ObjectLike, ObjectView, WorkloadRecord, entries, view_of
 from webhook.api.workload import EPOCH
 from webhook.core.fit import FitAnswer
 
-Obj = Mapping[str, Any]
+_Object = TypeVar("_Object", bound=ObjectLike)
 
 
 # -- queues ---------------------------------------------------------------------------------------------
@@ -72,21 +75,6 @@ class LocalQueueView:
     usage: tuple[UsageRow, ...]
 
 
-def _meta(obj: Obj) -> Obj:
-    meta: Obj = obj.get("metadata") or {}
-    return meta
-
-
-def _spec(obj: Obj) -> Obj:
-    spec: Obj = obj.get("spec") or {}
-    return spec
-
-
-def _status(obj: Obj) -> Obj:
-    status: Obj = obj.get("status") or {}
-    return status
-
-
 def _quantity(raw: object) -> Quantity | None:
     if raw is None:
         return None
@@ -100,38 +88,42 @@ def _text(q: Quantity | None) -> str:
     return str(q) if q is not None else "0"
 
 
-def _by_flavor(entries: object) -> dict[tuple[str, str], Obj]:
-    """``[{name: flavor, resources: [{name, total, borrowed}]}]`` keyed by (flavor, resource)."""
-    out: dict[tuple[str, str], Obj] = {}
-    for flavor in entries if isinstance(entries, list) else []:
-        for resource in flavor.get("resources") or []:
-            out[(str(flavor.get("name", "")), str(resource.get("name", "")))] = resource
+class _Held(NamedTuple):
+    """What a queue's status says is held of one flavor and resource (quantities as written)."""
+
+    total: object = None
+    borrowed: object = None
+
+
+_NOTHING_HELD = _Held()
+
+
+def _held(flavors: object) -> dict[tuple[str, str], _Held]:
+    """``status.flavorsReservation`` or ``flavorsUsage`` (``[{name: flavor, resources: [{name, total, borrowed}]}]``)
+    by (flavor, resource)."""
+    out: dict[tuple[str, str], _Held] = {}
+    for flavor in flavors if isinstance(flavors, list) else []:
+        for resource in entries(flavor, "resources"):
+            key = (str(flavor.get("name", "")), str(resource.get("name", "")))
+            out[key] = _Held(resource.get("total"), resource.get("borrowed"))
     return out
 
 
-def _condition(obj: Obj, type_: str) -> Obj | None:
-    for cond in _status(obj).get("conditions") or []:
-        if cond.get("type") == type_:
-            found: Obj = cond
-            return found
-    return None
+def _count(queue: ObjectView, field: str) -> int:
+    return int(queue.status.get(field) or 0)
 
 
-def _is_true(obj: Obj, type_: str) -> bool:
-    cond = _condition(obj, type_)
-    return cond is not None and cond.get("status") == "True"
-
-
-def cluster_queue_view(cq: Obj) -> ClusterQueueView:
-    spec, status = _spec(cq), _status(cq)
-    reserved, used = _by_flavor(status.get("flavorsReservation")), _by_flavor(status.get("flavorsUsage"))
+def cluster_queue_view(cq: ObjectLike) -> ClusterQueueView:
+    queue = view_of(ObjectView, cq)
+    spec, status = queue.spec, queue.status
+    reserved, used = _held(status.get("flavorsReservation")), _held(status.get("flavorsUsage"))
     rows: list[QuotaRow] = []
-    for group in spec.get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for resource in flavor.get("resources") or []:
+    for group in entries(spec, "resourceGroups"):
+        for flavor in entries(group, "flavors"):
+            for resource in entries(flavor, "resources"):
                 key = (str(flavor.get("name", "")), str(resource.get("name", "")))
                 nominal = _quantity(resource.get("nominalQuota"))
-                held = _quantity(reserved.get(key, {}).get("total"))
+                held = _quantity(reserved.get(key, _NOTHING_HELD).total)
                 percent = None
                 if nominal and held is not None:
                     percent = round(100 * held.nano / nominal.nano)
@@ -146,44 +138,49 @@ def cluster_queue_view(cq: Obj) -> ClusterQueueView:
                         borrowing_limit=None if borrowing is None else _text(_quantity(borrowing)),
                         lending_limit=None if lending is None else _text(_quantity(lending)),
                         reserved=_text(held),
-                        used=_text(_quantity(used.get(key, {}).get("total"))),
-                        borrowed=_text(_quantity(reserved.get(key, {}).get("borrowed"))),
+                        used=_text(_quantity(used.get(key, _NOTHING_HELD).total)),
+                        borrowed=_text(_quantity(reserved.get(key, _NOTHING_HELD).borrowed)),
                         reserved_percent=percent,
                     )
                 )
     return ClusterQueueView(
-        name=str(_meta(cq).get("name", "")),
+        name=queue.key.name,
         cohort=str(spec.get("cohortName") or ""),
         stop_policy=str(spec.get("stopPolicy") or "None"),
-        active=_is_true(cq, "Active"),
-        pending=int(status.get("pendingWorkloads") or 0),
-        reserving=int(status.get("reservingWorkloads") or 0),
-        admitted=int(status.get("admittedWorkloads") or 0),
+        active=queue.condition_true("Active"),
+        pending=_count(queue, "pendingWorkloads"),
+        reserving=_count(queue, "reservingWorkloads"),
+        admitted=_count(queue, "admittedWorkloads"),
         quota=tuple(rows),
     )
 
 
-def local_queue_view(lq: Obj) -> LocalQueueView:
-    spec, status = _spec(lq), _status(lq)
-    reserved = _by_flavor(status.get("flavorsReservation"))
-    used = _by_flavor(status.get("flavorsUsage"))
+def _target(lq: ObjectView) -> str:
+    """A LocalQueue's ``spec.clusterQueue``."""
+    return str(lq.spec.get("clusterQueue", ""))
+
+
+def local_queue_view(lq: ObjectLike) -> LocalQueueView:
+    queue = view_of(ObjectView, lq)
+    reserved = _held(queue.status.get("flavorsReservation"))
+    used = _held(queue.status.get("flavorsUsage"))
     usage = tuple(
         UsageRow(
             flavor=f,
             resource=r,
-            reserved=_text(_quantity(reserved.get((f, r), {}).get("total"))),
-            used=_text(_quantity(used.get((f, r), {}).get("total"))),
+            reserved=_text(_quantity(reserved.get((f, r), _NOTHING_HELD).total)),
+            used=_text(_quantity(used.get((f, r), _NOTHING_HELD).total)),
         )
         for f, r in sorted(reserved.keys() | used.keys())
     )
     return LocalQueueView(
-        namespace=str(_meta(lq).get("namespace", "")),
-        name=str(_meta(lq).get("name", "")),
-        cluster_queue=str(spec.get("clusterQueue", "")),
-        stop_policy=str(spec.get("stopPolicy") or "None"),
-        pending=int(status.get("pendingWorkloads") or 0),
-        reserving=int(status.get("reservingWorkloads") or 0),
-        admitted=int(status.get("admittedWorkloads") or 0),
+        namespace=queue.key.namespace,
+        name=queue.key.name,
+        cluster_queue=_target(queue),
+        stop_policy=str(queue.spec.get("stopPolicy") or "None"),
+        pending=_count(queue, "pendingWorkloads"),
+        reserving=_count(queue, "reservingWorkloads"),
+        admitted=_count(queue, "admittedWorkloads"),
         usage=usage,
     )
 
@@ -210,29 +207,29 @@ class WorkloadView:
     uid: str = ""  # the scheduler's last tie-break in a queue
 
 
-def _owner(wl: Obj) -> str:
-    for ref in _meta(wl).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return f"{ref.get('kind')}/{ref.get('name')}"
-    refs = _meta(wl).get("ownerReferences") or []
-    return f"{refs[0].get('kind')}/{refs[0].get('name')}" if refs else ""
+def _owner(wl: ObjectView) -> str:
+    """``Kind/name`` of its controller (else of its first owner); "" for a bare Workload."""
+    refs = wl.owner_references
+    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    return f"{ref.get('kind')}/{ref.get('name')}" if ref is not None else ""
 
 
-def workload_state(wl: Obj) -> tuple[str, str, str]:
+def workload_state(wl: ObjectLike) -> tuple[str, str, str]:
     """(state, reason, message) of a Workload, from its conditions as Kueue writes them."""
+    workload = view_of(WorkloadRecord, wl)
     for type_, state in (
         (constants.COND_FINISHED, "Finished"),
         (constants.COND_ADMITTED, "Admitted"),
         (constants.COND_QUOTA_RESERVED, "QuotaReserved"),
     ):
-        cond = _condition(wl, type_)
+        cond = workload.condition(type_)
         if cond is not None and cond.get("status") == "True":
             return state, str(cond.get("reason", "")), str(cond.get("message", ""))
-    if _spec(wl).get("active") is False:
-        evicted = _condition(wl, constants.COND_EVICTED)
+    if workload.spec.get("active") is False:
+        evicted = workload.condition(constants.COND_EVICTED)
         message = str(evicted.get("message", "")) if evicted else "spec.active is false"
         return "Inactive", "Deactivated", message
-    cond = _condition(wl, constants.COND_QUOTA_RESERVED)
+    cond = workload.condition(constants.COND_QUOTA_RESERVED)
     if cond is None:
         # New, or further back in its ClusterQueue than the front whose reasons the scheduler writes.
         return (
@@ -259,9 +256,9 @@ def queue_order_key(wl: WorkloadView) -> model.QueueOrder:
 
 
 def workload_views(
-    workloads: Iterable[Obj],
+    workloads: Iterable[ObjectLike],
     *,
-    local_queues: Iterable[Obj],
+    local_queues: Iterable[ObjectLike],
     now: datetime,
 ) -> list[WorkloadView]:
     """Every workload with its ClusterQueue and, when pending, its position there.
@@ -269,28 +266,26 @@ def workload_views(
     Positions count only the pending workloads given: pass every workload of the ClusterQueues of interest
     (all namespaces when you can list them) for positions that match the scheduler's.
     """
-    lq_target = {
-        (str(_meta(lq).get("namespace", "")), str(_meta(lq).get("name", ""))): str(_spec(lq).get("clusterQueue", ""))
-        for lq in local_queues
+    lq_target: dict[tuple[str, str], str] = {
+        queue.key: _target(queue) for queue in (view_of(ObjectView, lq) for lq in local_queues)
     }
     views: list[WorkloadView] = []
     for wl in workloads:
-        meta, spec = _meta(wl), _spec(wl)
-        namespace, queue = str(meta.get("namespace", "")), str(spec.get("queueName", ""))
-        admission = _status(wl).get("admission") or {}
-        state, reason, message = workload_state(wl)
-        created_raw = str(meta.get("creationTimestamp", ""))
+        workload = view_of(WorkloadRecord, wl)
+        (namespace, name), queue = workload.key, workload.queue_name
+        state, reason, message = workload_state(workload)
+        created_raw = str(workload.metadata.get("creationTimestamp", ""))
         created = _parse_time(created_raw)
         views.append(
             WorkloadView(
                 namespace=namespace,
-                name=str(meta.get("name", "")),
-                uid=str(meta.get("uid", "")),
-                owner=_owner(wl),
+                name=name,
+                uid=str(workload.metadata.get("uid", "")),
+                owner=_owner(workload),
                 local_queue=queue,
-                cluster_queue=str(admission.get("clusterQueue") or lq_target.get((namespace, queue), "")),
-                priority=int(spec.get("priority") or 0),
-                priority_class=str((spec.get("priorityClassRef") or {}).get("name") or ""),
+                cluster_queue=workload.admitted_to or lq_target.get((namespace, queue), ""),
+                priority=workload.priority,
+                priority_class=workload.priority_class_name,
                 state=state,
                 reason=reason,
                 message=message,
@@ -360,17 +355,17 @@ class WhyReport:
     fit: FitAnswer | None = None  # the scheduler's answer now (``core.fit``, as ``turnstile fit`` gives it)
 
 
-def pod_set_views(wl: Obj) -> tuple[PodSetView, ...]:
+def pod_set_views(wl: ObjectLike) -> tuple[PodSetView, ...]:
     out = []
-    for ps in _spec(wl).get("podSets") or []:
-        count = int(ps.get("count") or 0)
+    for ps in view_of(WorkloadRecord, wl).pod_sets:
+        count = int(ps.count or 0)
         try:
-            per_pod = pod_requests(((ps.get("template") or {}).get("spec")) or {})
+            per_pod = pod_requests(ps.template.spec)
         except (InvalidQuantity, ValueError):
             per_pod = {}
         out.append(
             PodSetView(
-                name=str(ps.get("name", "")),
+                name=str(ps.name_or("")),
                 count=count,
                 per_pod={k: str(v) for k, v in sorted(per_pod.items())},
                 total={k: str(v * count) for k, v in sorted(per_pod.items())},
@@ -379,17 +374,16 @@ def pod_set_views(wl: Obj) -> tuple[PodSetView, ...]:
     return tuple(out)
 
 
-def _job_notes(job: Obj | None, subject: str) -> list[str]:
+def _job_notes(job: BatchJob | None, subject: str) -> list[str]:
     if job is None:
         return []
-    labels = _meta(job).get("labels") or {}
     notes = []
-    if constants.QUEUE_NAME_LABEL not in labels:
+    if constants.QUEUE_NAME_LABEL not in job.labels:
         notes.append(
             f"{subject} has no {constants.QUEUE_NAME_LABEL} label: Turnstile manages it only if its namespace "
             "is managed (manageJobsWithoutQueueName)"
         )
-    if _spec(job).get("suspend") is not True and not _is_true(job, "Complete"):
+    if job.spec.get("suspend") is not True and not job.condition_true("Complete"):
         notes.append(f"{subject} is not suspended: it runs (or will) without waiting for quota")
     return notes
 
@@ -397,12 +391,12 @@ def _job_notes(job: Obj | None, subject: str) -> list[str]:
 def explain(
     subject: str,
     *,
-    job: Obj | None,
-    workload: Obj | None,
-    local_queue: Obj | None,
-    cluster_queue: Obj | None,
-    peers: Iterable[Obj],
-    local_queues: Iterable[Obj],
+    job: ObjectLike | None,
+    workload: ObjectLike | None,
+    local_queue: ObjectLike | None,
+    cluster_queue: ObjectLike | None,
+    peers: Iterable[ObjectLike],
+    local_queues: Iterable[ObjectLike],
     now: datetime,
     ahead_limit: int = 5,
 ) -> WhyReport:
@@ -411,15 +405,15 @@ def explain(
     ``peers``: the workloads that share its ClusterQueue (and any others: they are filtered here), for the
     position. ``local_queues``: every LocalQueue visible, to map peers to their ClusterQueue.
     """
-    notes = _job_notes(job, subject)
+    notes = _job_notes(None if job is None else view_of(BatchJob, job), subject)
     if workload is None:
         notes.append(f"no Workload found for {subject}: the reconciler has not created one yet, or it is not managed")
         return WhyReport(subject=subject, workload=None, notes=tuple(notes))
 
-    key = (str(_meta(workload).get("namespace", "")), str(_meta(workload).get("name", "")))
-    others = [p for p in peers if (str(_meta(p).get("namespace", "")), str(_meta(p).get("name", ""))) != key]
+    record = view_of(WorkloadRecord, workload)
+    others = [p for p in (view_of(WorkloadRecord, p) for p in peers) if p.key != record.key]
     views = workload_views(
-        [workload, *others], local_queues=[*local_queues, *([local_queue] if local_queue else [])], now=now
+        [record, *others], local_queues=[*local_queues, *([local_queue] if local_queue else [])], now=now
     )
     me = views[0]
     ahead: tuple[WorkloadView, ...] = ()
@@ -445,7 +439,7 @@ def explain(
     return WhyReport(
         subject=subject,
         workload=me,
-        pod_sets=pod_set_views(workload),
+        pod_sets=pod_set_views(record),
         local_queue=lq_view,
         cluster_queue=cq_view,
         ahead=ahead,
@@ -453,16 +447,17 @@ def explain(
     )
 
 
-def find_workload_for(job: Obj, workloads: Iterable[Obj]) -> Obj | None:
-    """The Workload of ``job``: the one the webhook named in its annotation, else the one it owns."""
-    named = (_meta(job).get("annotations") or {}).get(constants.WORKLOAD_NAME_ANNOTATION)
-    uid = _meta(job).get("uid")
-    candidates = list(workloads)
+def find_workload_for(job: ObjectLike, workloads: Iterable[_Object]) -> _Object | None:
+    """The Workload of ``job`` among ``workloads`` (returned as given): the one the webhook named in its
+    annotation, else the one it owns."""
+    seen = view_of(ObjectView, job)
+    named, uid = seen.annotations.get(constants.WORKLOAD_NAME_ANNOTATION), seen.metadata.get("uid")
+    candidates = [(wl, view_of(ObjectView, wl)) for wl in workloads]
     if named:
-        for wl in candidates:
-            if _meta(wl).get("name") == named:
+        for wl, view in candidates:
+            if view.metadata.get("name") == named:
                 return wl
-    for wl in candidates:
-        if uid and any(ref.get("uid") == uid for ref in _meta(wl).get("ownerReferences") or []):
+    for wl, view in candidates:
+        if uid and any(ref.get("uid") == uid for ref in view.owner_references):
             return wl
     return None

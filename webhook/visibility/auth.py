@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from webhook.api.views import ConfigMap, ObjectLike, ObjectView, view_of
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import CONFIG_MAP, SUBJECT_ACCESS_REVIEW
@@ -51,8 +52,8 @@ def _names(data: Mapping[str, str], key: str, default: tuple[str, ...]) -> tuple
     return tuple(str(x) for x in parsed) if isinstance(parsed, list) else default
 
 
-def front_proxy_from_config_map(config_map: Mapping[str, Any]) -> FrontProxy:
-    data: Mapping[str, str] = config_map.get("data") or {}
+def front_proxy_from_config_map(config_map: ObjectLike) -> FrontProxy:
+    data = view_of(ConfigMap, config_map).data
     ca = data.get("requestheader-client-ca-file", "")
     if not ca.strip():
         raise NotConfigured(
@@ -169,7 +170,7 @@ class SubjectAccessReviewer:
             },
         }
         answer = await self._kube.create(SUBJECT_ACCESS_REVIEW, review)
-        result = answer.get("status") or {}
+        result = ObjectView.of(answer).status
         allowed = bool(result.get("allowed")) and not result.get("denied")
         reason = str(result.get("reason") or "")
         if len(self._answers) > 10_000:

@@ -14,13 +14,25 @@ import asyncio
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TypedDict
 
+from webhook.api.views import ObjectView
 from webhook.controller.cache import ClusterCache
 from webhook.core.scheduler import schedule
 from webhook.core.snapshotparse import SnapshotParser
+from webhook.kube.objects import Object, key_of
 from webhook.kube.resources import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, RESOURCE_FLAVOR, WORKLOAD
 from webhook.visibility.summary import PendingQueues
+
+
+class _Inputs(TypedDict):
+    """What a pass reads: the cache's lists, as the snapshot parser takes them."""
+
+    cluster_queues: list[Object]
+    flavors: list[Object]
+    local_queues: list[Object]
+    workloads: list[Object]
+    namespaces: list[Object]
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,7 @@ class PendingIndex:
         generation = cache.generation
         # Lists of references to the stored objects, taken on the loop: the worker never iterates a dict the loop
         # may change, and decodes them itself (into the scheduler's types, as the snapshot parser does).
-        inputs: dict[str, Any] = {
+        inputs: _Inputs = {
             "cluster_queues": list(cache.items(CLUSTER_QUEUE)),
             "flavors": list(cache.items(RESOURCE_FLAVOR)),
             "local_queues": list(cache.items(LOCAL_QUEUE)),
@@ -66,29 +78,21 @@ class PendingIndex:
         }
         return await asyncio.to_thread(self._pass, inputs, generation)
 
-    def _namespaces(self) -> list[Any]:
+    def _namespaces(self) -> list[Object]:
         try:
             return list(self._cache.items(NAMESPACE))
         except KeyError:  # a cache without namespaces (the dashboard of a user who may not list them)
             return []
 
-    def _pass(self, inputs: dict[str, Any], generation: int) -> Queues:
+    def _pass(self, inputs: _Inputs, generation: int) -> Queues:
         started = time.perf_counter()
         snapshot = self._parser.snapshot(**inputs)
         result = schedule(snapshot, now=datetime.now(UTC))
-        by_key = {
-            (str(o["metadata"].get("namespace", "")), str(o["metadata"].get("name", ""))): o
-            for o in inputs["workloads"]
-        }
+        local_queues = [ObjectView.of(o) for o in inputs["local_queues"]]
         return Queues(
-            pending=PendingQueues(result, by_key),
-            cluster_queues=frozenset(str(o["metadata"].get("name", "")) for o in inputs["cluster_queues"]),
-            local_queues={
-                (str(o["metadata"].get("namespace", "")), str(o["metadata"].get("name", ""))): str(
-                    (o.get("spec") or {}).get("clusterQueue", "")
-                )
-                for o in inputs["local_queues"]
-            },
+            pending=PendingQueues(result, {key_of(o): o for o in inputs["workloads"]}),
+            cluster_queues=frozenset(key_of(o).name for o in inputs["cluster_queues"]),
+            local_queues={lq.key: str(lq.spec.get("clusterQueue", "")) for lq in local_queues},
             generation=generation,
             seconds=time.perf_counter() - started,
         )

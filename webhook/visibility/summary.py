@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict
 
+from webhook.api.views import WorkloadRecord
 from webhook.core.decisions import PendingDecision, SchedulingResult
 
 GROUP: Final = "visibility.kueue.x-k8s.io"
@@ -26,17 +27,67 @@ MAX_LIMIT: Final = 100_000
 Obj = Mapping[str, Any]
 
 
+# The documents, as the API server's aggregation layer relays them (Kueue's field names).
+class ItemMetadataWire(TypedDict):
+    name: str
+    namespace: str
+    creationTimestamp: str | None
+    ownerReferences: NotRequired[list[dict[str, str]]]
+
+
+class PendingWorkloadWire(TypedDict):
+    metadata: ItemMetadataWire
+    priority: int
+    localQueueName: str
+    positionInClusterQueue: int
+    positionInLocalQueue: int
+
+
+class PendingWorkloadsSummaryWire(TypedDict):
+    kind: str
+    apiVersion: str
+    metadata: dict[str, str | None]
+    items: list[PendingWorkloadWire]
+
+
+class APIResourceWire(TypedDict):
+    name: str
+    singularName: str
+    namespaced: bool
+    kind: str
+    verbs: list[str]
+
+
+class APIResourceListWire(TypedDict):
+    kind: str
+    apiVersion: str
+    groupVersion: str
+    resources: list[APIResourceWire]
+
+
+class StatusWire(TypedDict):
+    kind: str
+    apiVersion: str
+    metadata: dict[str, str]
+    status: str
+    message: str
+    reason: str
+    code: int
+    details: NotRequired[dict[str, str]]
+
+
 @dataclass(frozen=True, slots=True)
 class PendingEntry:
     namespace: str
     name: str
     local_queue: str
     priority: int
-    obj: Obj  # the Workload as the cache holds it (for its metadata)
+    workload: WorkloadRecord  # the Workload as the cache holds it (for its metadata)
 
 
 class PendingQueues:
-    """Pending workloads per ClusterQueue, in queue order."""
+    """Pending workloads per ClusterQueue, in queue order; each pending Workload viewed (``workloads`` holds them
+    as the cache does, by key)."""
 
     def __init__(self, result: SchedulingResult, workloads: Mapping[tuple[str, str], Obj]) -> None:
         queues: dict[str, list[tuple[int, PendingDecision]]] = {}
@@ -51,21 +102,12 @@ class PendingQueues:
                 obj = workloads.get(p.workload)
                 if obj is None:
                     continue
-                spec = obj.get("spec") or {}
-                rows.append(
-                    PendingEntry(p.workload[0], p.workload[1], str(spec.get("queueName", "")), _priority(spec), obj)
-                )
+                seen = WorkloadRecord.of(obj)
+                rows.append(PendingEntry(p.workload[0], p.workload[1], seen.queue_name, seen.priority, seen))
             self._queues[cq] = rows
 
     def cluster_queue(self, name: str) -> Sequence[PendingEntry]:
         return self._queues.get(name, ())
-
-
-def _priority(spec: Obj) -> int:
-    try:
-        return int(spec.get("priority") or 0)
-    except (TypeError, ValueError):
-        return 0
 
 
 def parse_window(query: Mapping[str, str]) -> tuple[int, int]:
@@ -79,16 +121,13 @@ def parse_window(query: Mapping[str, str]) -> tuple[int, int]:
     return min(max(limit, 0), MAX_LIMIT), max(offset, 0)
 
 
-def _item(entry: PendingEntry, *, in_cq: int, in_lq: int) -> dict[str, Any]:
-    meta = entry.obj.get("metadata") or {}
-    owners = [
-        {k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref}
-        for ref in meta.get("ownerReferences") or []
-    ]
-    metadata: dict[str, Any] = {
+def _item(entry: PendingEntry, *, in_cq: int, in_lq: int) -> PendingWorkloadWire:
+    seen = entry.workload
+    owners = [{k: ref[k] for k in ("apiVersion", "kind", "name", "uid") if k in ref} for ref in seen.owner_references]
+    metadata: ItemMetadataWire = {
         "name": entry.name,
         "namespace": entry.namespace,
-        "creationTimestamp": meta.get("creationTimestamp"),
+        "creationTimestamp": seen.metadata.get("creationTimestamp"),
     }
     if owners:
         metadata["ownerReferences"] = owners
@@ -101,7 +140,7 @@ def _item(entry: PendingEntry, *, in_cq: int, in_lq: int) -> dict[str, Any]:
     }
 
 
-def _summary(version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+def _summary(version: str, items: list[PendingWorkloadWire]) -> PendingWorkloadsSummaryWire:
     return {
         "kind": "PendingWorkloadsSummary",
         "apiVersion": f"{GROUP}/{version}",
@@ -110,7 +149,9 @@ def _summary(version: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def cluster_queue_summary(version: str, pending: Sequence[PendingEntry], *, limit: int, offset: int) -> dict[str, Any]:
+def cluster_queue_summary(
+    version: str, pending: Sequence[PendingEntry], *, limit: int, offset: int
+) -> PendingWorkloadsSummaryWire:
     items = []
     in_lq: dict[tuple[str, str], int] = {}
     for index, entry in enumerate(pending[: offset + limit]):
@@ -124,8 +165,8 @@ def cluster_queue_summary(version: str, pending: Sequence[PendingEntry], *, limi
 
 def local_queue_summary(
     version: str, pending: Sequence[PendingEntry], *, namespace: str, name: str, limit: int, offset: int
-) -> dict[str, Any]:
-    items: list[dict[str, Any]] = []
+) -> PendingWorkloadsSummaryWire:
+    items: list[PendingWorkloadWire] = []
     skipped = 0
     for index, entry in enumerate(pending):
         if len(items) >= limit:
@@ -139,10 +180,10 @@ def local_queue_summary(
     return _summary(version, items)
 
 
-def resource_list(version: str) -> dict[str, Any]:
+def resource_list(version: str) -> APIResourceListWire:
     """What ``/apis/visibility.kueue.x-k8s.io/<version>`` lists (the aggregator's discovery reads it)."""
 
-    def resource(name: str, kind: str, *, namespaced: bool, verbs: list[str]) -> dict[str, Any]:
+    def resource(name: str, kind: str, *, namespaced: bool, verbs: list[str]) -> APIResourceWire:
         return {"name": name, "singularName": "", "namespaced": namespaced, "kind": kind, "verbs": verbs}
 
     return {
@@ -158,9 +199,9 @@ def resource_list(version: str) -> dict[str, Any]:
     }
 
 
-def status(code: int, reason: str, message: str, *, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def status(code: int, reason: str, message: str, *, details: Mapping[str, str] | None = None) -> StatusWire:
     """A ``Status`` as the API server writes one; kubectl prints ``Error from server (<reason>): <message>``."""
-    body: dict[str, Any] = {
+    body: StatusWire = {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},

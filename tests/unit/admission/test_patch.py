@@ -33,6 +33,19 @@ def test_existing_map_gets_an_escaped_add_and_equal_values_nothing() -> None:
     assert patch.ops == [{"op": "add", "path": "/metadata/labels/a~1b", "value": "1"}]
 
 
+def test_several_entries_are_set_in_order_each_as_set_entry_would() -> None:
+    patch = Patch({"metadata": {"labels": {"same": "1", "other": "old"}}})
+    patch.set_entries(("metadata", "labels"), {"same": "1", "other": "new", "a/b": "2"})
+    assert patch.ops == [
+        {"op": "replace", "path": "/metadata/labels/other", "value": "new"},
+        {"op": "add", "path": "/metadata/labels/a~1b", "value": "2"},
+    ]
+    created = Patch({"metadata": {}})
+    created.set_entries(("metadata", "annotations"), {"x": "1", "y": "2"})
+    created.set_entries(("metadata", "annotations"), {})
+    assert created.ops == [{"op": "add", "path": "/metadata/annotations", "value": {"x": "1", "y": "2"}}]
+
+
 def test_changed_value_is_replaced() -> None:
     patch = Patch({"spec": {"suspend": False}})
     patch.set_field(("spec", "suspend"), True)

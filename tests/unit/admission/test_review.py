@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -164,3 +165,58 @@ def test_an_old_object_of_the_wrong_shape_is_refused_naming_the_field() -> None:
     assert request.object is not None
     with pytest.raises(review.MalformedReview, match=r"request\.oldObject\.metadata\.labels"):
         _ = request.old_object
+
+
+# -- the checked view of an object under review ------------------------------------------------------------------
+
+
+def test_the_view_reads_a_nested_object_and_list_as_sent() -> None:
+    seen = review.Reviewed.of({"spec": {"preemption": {"withinClusterQueue": "Never"}, "podSets": [{"name": "a"}]}})
+    assert seen.mapping("spec", "preemption") == {"withinClusterQueue": "Never"}
+    assert seen.sequence("spec", "podSets") == [{"name": "a"}]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        pytest.param({}, id="absent"),
+        pytest.param({"spec": None}, id="null-parent"),
+        pytest.param({"spec": {"podSets": None}}, id="null"),
+    ],
+)
+def test_the_view_reads_an_absent_or_null_field_as_empty(obj: dict[str, Any]) -> None:
+    seen = review.Reviewed.of(obj)
+    assert seen.mapping("spec", "podSets") == {}
+    assert seen.sequence("spec", "podSets") == []
+    assert seen.dicts("spec", "podSets") == []
+
+
+@pytest.mark.parametrize(
+    ("obj", "read", "reason"),
+    [
+        pytest.param({"spec": []}, lambda v: v.mapping("spec", "x"), "spec must be an object", id="parent"),
+        pytest.param({"spec": {"x": 1}}, lambda v: v.mapping("spec", "x"), "spec.x must be an object", id="object"),
+        pytest.param({"spec": "s"}, lambda v: v.sequence("spec", "x"), "spec must be an object", id="list-parent"),
+        pytest.param({"spec": {"x": {}}}, lambda v: v.sequence("spec", "x"), "spec.x must be a list", id="list"),
+        pytest.param({"spec": {"x": "y"}}, lambda v: v.dicts("spec", "x"), "spec.x must be a list", id="entries"),
+    ],
+)
+def test_the_view_refuses_a_field_of_the_wrong_shape_naming_its_path(
+    obj: dict[str, Any], read: Callable[[review.Reviewed], object], reason: str
+) -> None:
+    with pytest.raises(review.MalformedReview, match=reason):
+        read(review.Reviewed.of(obj))
+
+
+def test_the_view_gives_each_object_entry_of_a_list_its_own_view_skipping_the_others() -> None:
+    seen = review.Reviewed.of({"status": {"reclaimablePods": [{"name": "a", "count": 1}, "junk", None, {"name": "b"}]}})
+    entries = seen.dicts("status", "reclaimablePods")
+    assert [e.raw for e in entries] == [{"name": "a", "count": 1}, {"name": "b"}]
+    assert entries[0].sequence("template", "spec", "containers") == []  # its paths are the entry's own
+
+
+def test_the_request_views_each_object_once() -> None:
+    request = review.decode(orjson.dumps(review_body(make_job(), operation="UPDATE", old=make_job())))
+    assert request.view is request.view
+    assert isinstance(request.old_view, review.Reviewed)
+    assert request.view.raw == request.raw_object

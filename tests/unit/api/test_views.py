@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.unit.jobs.builders import make_job
-from webhook.api.views import BatchJob, ObjectView, Pod, PodTemplateView, WorkloadRecord, view_of
+from webhook.api.views import BatchJob, ConfigMap, ObjectView, Pod, PodTemplateView, WorkloadRecord, view_of
 
 
 def test_sections_missing_null_or_falsy_read_as_empty() -> None:
@@ -222,3 +222,69 @@ def test_assignments_of_the_admission() -> None:
 def test_no_admission_has_no_assignments() -> None:
     assert WorkloadRecord.of({"status": {"admission": None}}).assignments == ()
     assert WorkloadRecord.of({}).pod_sets == ()
+
+
+# -- conditions of any object, and a Workload's queue, priority and admission -----------------------------------
+
+
+def test_the_first_condition_of_a_type_is_found() -> None:
+    view = ObjectView.of(
+        {
+            "status": {
+                "conditions": [
+                    {"type": "Active", "status": "False", "reason": "FlavorNotFound"},
+                    {"type": "Active", "status": "True"},
+                    {"type": "Ready", "status": "True"},
+                ]
+            }
+        }
+    )
+    assert [c["type"] for c in view.conditions] == ["Active", "Active", "Ready"]
+    assert view.condition("Active") == {"type": "Active", "status": "False", "reason": "FlavorNotFound"}
+    assert view.condition_true("Active") is False, "the first of its type decides"
+    assert view.condition_true("Ready") is True
+    assert view.condition("Missing") is None
+    assert view.condition_true("Missing") is False
+
+
+def test_no_conditions_read_as_none() -> None:
+    view = ObjectView.of({"status": {"conditions": None}})
+    assert list(view.conditions) == []
+    assert view.condition("Active") is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "queue", "priority", "class_name"),
+    [
+        pytest.param({}, "", 0, "", id="empty"),
+        pytest.param(
+            {"queueName": "user-queue", "priority": 100, "priorityClassRef": {"group": "kueue.x-k8s.io", "name": "hi"}},
+            "user-queue",
+            100,
+            "hi",
+            id="v1beta2",
+        ),
+        pytest.param({"priority": 7, "priorityClassName": "lo"}, "", 7, "lo", id="v1beta1"),
+        pytest.param({"queueName": None, "priority": "high"}, "", 0, "", id="null-queue-and-not-a-number"),
+    ],
+)
+def test_a_workloads_queue_and_priority(spec: dict[str, Any], queue: str, priority: int, class_name: str) -> None:
+    view = WorkloadRecord.of({"spec": spec})
+    assert (view.queue_name, view.priority, view.priority_class_name) == (queue, priority, class_name)
+
+
+@pytest.mark.parametrize(
+    ("status", "cluster_queue"),
+    [
+        pytest.param({}, None, id="none"),
+        pytest.param({"admission": {}}, None, id="empty"),
+        pytest.param({"admission": {"clusterQueue": "cq", "podSetAssignments": []}}, "cq", id="admitted"),
+    ],
+)
+def test_the_cluster_queue_it_was_admitted_to(status: dict[str, Any], cluster_queue: str | None) -> None:
+    assert WorkloadRecord.of({"status": status}).admitted_to == cluster_queue
+
+
+def test_a_config_maps_data() -> None:
+    assert ConfigMap.of({"metadata": {"name": "c"}, "data": {"ca.crt": "PEM"}}).data == {"ca.crt": "PEM"}
+    assert ConfigMap.of({"metadata": {"name": "c"}, "data": None}).data == {}
