@@ -2,7 +2,8 @@
 
 Part 1 runs Turnstile's webhook server (``AdmissionServer``: the admission routes and ``/convert``, on a static
 cluster view, since only conversion is measured) in a child process and sends it ConversionReviews of 500
-admitted Workloads each (v1beta1 to v1beta2, as a write of old objects does, and v1beta2 to v1beta1, as a v1beta1
+admitted Workloads each (``--objects N``; 1 is what the API server's v1beta1 watch cache sends for each write of a
+Workload when v1beta1 is served through the webhook) (v1beta1 to v1beta2, as a write of old objects does, and v1beta2 to v1beta1, as a v1beta1
 read does) from one keep-alive TLS connection, back to back. It reports requests/s, Workloads/s, p50 and p99 per
 direction (medians of the trials). Part 2 (skipped with ``--no-apiserver``) starts a local kube-apiserver + etcd,
 points the CRDs' conversion webhook at that same process, stores 5,000 Workloads (v1beta2) and times listing them
@@ -75,11 +76,11 @@ def workload(i: int, version: str, namespace: str = "bench") -> dict[str, Any]:
     return {"apiVersion": version, "kind": "Workload", "metadata": meta, "spec": spec, "status": status}
 
 
-def review(source: str, desired: str) -> bytes:
+def review(source: str, desired: str, objects: int = BATCH) -> bytes:
     request = {
         "uid": "00000000-0000-4000-8000-000000000001",
         "desiredAPIVersion": desired,
-        "objects": [workload(i, source) for i in range(BATCH)],
+        "objects": [workload(i, source) for i in range(objects)],
     }
     return orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": request})
 
@@ -97,19 +98,20 @@ async def trial(session: aiohttp.ClientSession, url: str, body: bytes, requests:
     return requests / (time.perf_counter() - started), latencies
 
 
-async def webhook_part(base: str, context: ssl.SSLContext, *, trials: int, requests: int) -> None:
+async def webhook_part(base: str, context: ssl.SSLContext, *, trials: int, requests: int, objects: int) -> None:
     print(f"{'direction':<22} {'req/s':>7} {'Workloads/s':>12} {'p50 ms':>8} {'p99 ms':>8}  (medians of {trials})")
     connector = aiohttp.TCPConnector(ssl=context, limit=1)
     async with aiohttp.ClientSession(connector=connector) as session:
         for source, desired in ((V1, V2), (V2, V1)):
-            body = review(source, desired)
+            body = review(source, desired, objects)
             await trial(session, base + "/convert", body, 3)  # warm up
             results = [await trial(session, base + "/convert", body, requests) for _ in range(trials)]
             rate = statistics.median(r for r, _ in results)
             p50 = statistics.median(percentile(lat, 0.50) for _, lat in results)
             p99 = statistics.median(percentile(lat, 0.99) for _, lat in results)
             label = f"{source.split('/')[1]} -> {desired.split('/')[1]}"
-            print(f"{label:<22} {rate:>7.1f} {rate * BATCH:>12.0f} {p50:>8.1f} {p99:>8.1f}  ({len(body) // 1024} KiB)")
+            size = f"{len(body) // 1024} KiB" if len(body) >= 1024 else f"{len(body)} B"
+            print(f"{label:<22} {rate:>7.1f} {rate * objects:>12.0f} {p50:>8.1f} {p99:>8.1f}  ({size})")
 
 
 def apiserver_part(tmp: Path, certs: Any, port: int, trials: int) -> None:
@@ -173,8 +175,8 @@ async def run(args: argparse.Namespace) -> None:
             base = f"https://127.0.0.1:{port}"
             await wait_ready(base, context, server)
             print(f"machine: {machine()}")
-            print(f"server: one webhook server process; {BATCH} admitted Workloads per ConversionReview")
-            await webhook_part(base, context, trials=args.trials, requests=args.requests)
+            print(f"server: one webhook server process; {args.objects} admitted Workloads per ConversionReview")
+            await webhook_part(base, context, trials=args.trials, requests=args.requests, objects=args.objects)
             if not args.no_apiserver:
                 await asyncio.to_thread(apiserver_part, Path(tmp), certs, port, args.trials)
         finally:
@@ -204,6 +206,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3, help="trials per measurement (medians are reported)")
     parser.add_argument("--requests", type=int, default=40, help="ConversionReviews per trial")
     parser.add_argument("--no-apiserver", action="store_true", help="skip the 5,000-Workload list through the API")
+    parser.add_argument(
+        "--objects",
+        type=int,
+        default=BATCH,
+        help="Workloads per ConversionReview (1: what the API server's v1beta1 watch cache sends for each write)",
+    )
     args = parser.parse_args()
     if args.serve:
         asyncio.run(serve(Path(args.serve), args.port))
