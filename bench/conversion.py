@@ -2,13 +2,14 @@
 
 Part 1 runs Turnstile's webhook server (``AdmissionServer``: the admission routes and ``/convert``, on a static
 cluster view, since only conversion is measured) in a child process and sends it ConversionReviews of 500
-admitted Workloads each (``--objects N``; 1 is what the API server's v1beta1 watch cache sends for each write of a
-Workload when v1beta1 is served through the webhook) (v1beta1 to v1beta2, as a write of old objects does, and v1beta2 to v1beta1, as a v1beta1
-read does) from one keep-alive TLS connection, back to back. It reports requests/s, Workloads/s, p50 and p99 per
-direction (medians of the trials). Part 2 (skipped with ``--no-apiserver``) starts a local kube-apiserver + etcd,
-points the CRDs' conversion webhook at that same process, stores 5,000 Workloads (v1beta2) and times listing them
-all as v1beta2 (no conversion) and as v1beta1 (every item through ``/convert``). Results are printed, never
-asserted. Usage: ``.venv/bin/python -m bench.conversion [--trials 3 --requests 40 --no-apiserver]``.
+admitted Workloads each (v1beta1 to v1beta2, as a write of old objects does, and v1beta2 to v1beta1, as a v1beta1
+read does) from one keep-alive TLS connection, back to back; ``--objects N`` sets how many per review (1: what the
+API server's v1beta1 watch cache sends for each write of a Workload when v1beta1 is served through the webhook).
+It reports requests/s, Workloads/s, p50 and p99 per direction (medians of the trials). Part 2 (skipped with
+``--no-apiserver``) starts a local kube-apiserver + etcd, points the CRDs' conversion webhook at that same
+process, stores 5,000 Workloads (v1beta2) and times listing them all as v1beta2 (no conversion) and as v1beta1
+(every item through ``/convert``). Results are printed, never asserted.
+Usage: ``.venv/bin/python -m bench.conversion [--trials 3 --requests 40 --objects 500 --no-apiserver]``.
 """
 
 from __future__ import annotations
