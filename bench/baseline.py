@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -246,18 +246,20 @@ def bare_cluster(system: str, tmp: Path, kueue: Path | None) -> LocalCluster:
     return LocalCluster(tmp / "cluster", controller_manager=False, crds=crds_without_conversion(tmp / "crds"))
 
 
-def crds_without_conversion(directory: Path) -> Path:
+def crds_without_conversion(directory: Path, replaced: Mapping[str, str] | None = None) -> Path:
     """Our CRDs as the benchmark installs Kueue's (the bases of its module): both versions served, no conversion
     webhook. The API server keeps a watch cache per served version of a CRD; with our manifests' conversion webhook,
     which no bench registers, the v1beta1 caches of Workloads, ClusterQueues and LocalQueues failed to convert,
     and listed every object from etcd again every few seconds (about 85 full lists of the Workloads in a scale-1.0
     run), in our run only. Without a conversion section the API server converts by the apiVersion alone, as it
-    does for Kueue's. The benchmark reads and writes v1beta2 only."""
+    does for Kueue's. The benchmark reads and writes v1beta2 only. ``replaced``: files of ours by name, another
+    text instead (another revision's)."""
     directory.mkdir(parents=True, exist_ok=True)
     for source in sorted(CRD_DIR.glob("*.yaml")):
         if source.name == "kustomization.yaml":
             continue
-        docs = [doc for doc in yaml.load_all(source.read_text(), Loader=yaml.CSafeLoader) if doc]
+        text = (replaced or {}).get(source.name) or source.read_text()
+        docs = [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc]
         for doc in docs:
             doc.get("spec", {}).pop("conversion", None)
         (directory / source.name).write_text(yaml.safe_dump_all(docs))

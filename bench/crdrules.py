@@ -15,28 +15,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import ssl
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
-from bench.baseline import CLASSES, scratch, workload
+from bench.baseline import CLASSES, crds_without_conversion, scratch, workload
 from bench.e2e import cpu_seconds
 from bench.machine import describe
-from webhook.local.cluster import CRD_DIR, REPO_ROOT, LocalCluster
+from webhook.local.cluster import REPO_ROOT, LocalCluster
 
 NAMESPACE = "crdrules"
 GROUP = "/apis/kueue.x-k8s.io/v1beta2"
 
 
 def crds_at(revision: str, into: Path) -> Path:
-    """Our CRD directory with workloads.yaml as ``revision`` had it."""
-    shutil.copytree(CRD_DIR, into)
+    """Our CRD directory with workloads.yaml as ``revision`` had it, without a conversion webhook as
+    ``bench.baseline`` installs them (one the API server cannot reach makes its v1beta1 watch caches list again and
+    again, which would count in the CPU measured here)."""
     old = subprocess.run(
         ["git", "show", f"{revision}:manifests/crds/workloads.yaml"],
         cwd=REPO_ROOT,
@@ -44,11 +45,10 @@ def crds_at(revision: str, into: Path) -> Path:
         capture_output=True,
         text=True,
     ).stdout
-    (into / "workloads.yaml").write_text(old)
-    return into
+    return crds_without_conversion(into, {"workloads.yaml": old})
 
 
-def _condition(kind: str, message: str) -> dict[str, str]:
+def condition(kind: str, message: str) -> dict[str, str]:
     return {
         "type": kind,
         "status": "True",
@@ -58,25 +58,49 @@ def _condition(kind: str, message: str) -> dict[str, str]:
     }
 
 
+def reserved_status(n: int) -> dict[str, Any]:
+    """A status holding quota, its QuotaReserved message numbered ``n`` (each write changes it)."""
+    return {
+        "admission": {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "rf"}}],
+        },
+        "conditions": [condition("QuotaReserved", f"write {n}"), condition("Admitted", "admitted")],
+    }
+
+
+class AdminApi:
+    """The control plane's API as its admin (client certificate), at most 8 requests at a time."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        context = ssl.create_default_context(cafile=str(cluster.pki_dir / "ca.crt"))
+        context.load_cert_chain(cluster.pki_dir / "admin.crt", cluster.pki_dir / "admin.key")
+        self.base = cluster.server
+        self.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8, ssl=context))
+
+    async def __aenter__(self) -> AdminApi:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.session.close()
+
+    async def call(self, method: str, path: str, body: object) -> dict[str, Any]:
+        async with self.session.request(method, self.base + path, json=body) as r:
+            answer: dict[str, Any] = await r.json()
+            if r.status >= 300:
+                raise RuntimeError(f"{method} {path}: {r.status} {answer.get('message')}")
+            return answer
+
+
 async def _measure(
     cluster: LocalCluster, apiserver: int, workloads: int, writes: int, profile: Path | None = None
 ) -> float:
     """The API server's CPU milliseconds per status write; ``profile``: its CPU profile over the writes, saved
     there (``go tool pprof -top -cum FILE``)."""
-    context = ssl.create_default_context(cafile=str(cluster.pki_dir / "ca.crt"))
-    context.load_cert_chain(cluster.pki_dir / "admin.crt", cluster.pki_dir / "admin.key")
-    base = cluster.server
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8, ssl=context)) as session:
-
-        async def call(method: str, path: str, body: object) -> dict[str, object]:
-            async with session.request(method, base + path, json=body) as r:
-                answer: dict[str, object] = await r.json()
-                if r.status >= 300:
-                    raise RuntimeError(f"{method} {path}: {r.status} {answer.get('message')}")
-                return answer
-
+    async with AdminApi(cluster) as api:
+        call = api.call
         await call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
-        latest: list[dict[str, object]] = []
+        latest: list[dict[str, Any]] = []
         for i in range(workloads):
             created = await call(
                 "POST", f"{GROUP}/namespaces/{NAMESPACE}/workloads", workload(f"w-{i}", NAMESPACE, CLASSES[i % 3])
@@ -85,23 +109,15 @@ async def _measure(
 
         async def rewrite(i: int, n: int) -> None:
             obj = latest[i]
-            name = obj["metadata"]["name"]  # type: ignore[index]
-            status = {
-                "admission": {
-                    "clusterQueue": "cq",
-                    "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "rf"}}],
-                },
-                "conditions": [_condition("QuotaReserved", f"write {n}"), _condition("Admitted", "admitted")],
-            }
-            latest[i] = await call(
-                "PUT", f"{GROUP}/namespaces/{NAMESPACE}/workloads/{name}/status", obj | {"status": status}
-            )
+            name = obj["metadata"]["name"]
+            path = f"{GROUP}/namespaces/{NAMESPACE}/workloads/{name}/status"
+            latest[i] = await call("PUT", path, obj | {"status": reserved_status(n)})
 
         await asyncio.gather(*(rewrite(i, 0) for i in range(workloads)))  # every one holds quota from here on
 
         async def profiled(seconds: int) -> None:
             assert profile is not None
-            async with session.get(f"{base}/debug/pprof/profile?seconds={seconds}") as r:
+            async with api.session.get(f"{api.base}/debug/pprof/profile?seconds={seconds}") as r:
                 data = await r.read()
             await asyncio.to_thread(profile.write_bytes, data)
 
@@ -136,9 +152,10 @@ def main() -> None:
     print(describe())
     with tempfile.TemporaryDirectory() as tmp:
         other = crds_at(args.against, Path(tmp) / "crds")
+        ours = crds_without_conversion(Path(tmp) / "ours")
         figures: dict[str, list[float]] = {"working tree": [], args.against: []}
         for _ in range(args.rounds):
-            for label, crds in (("working tree", CRD_DIR), (args.against, other)):
+            for label, crds in (("working tree", ours), (args.against, other)):
                 started = time.monotonic()
                 profile = args.profile if label == "working tree" and not figures[label] else None
                 figures[label].append(one(crds, args.workloads, args.writes, profile))

@@ -2,12 +2,13 @@
 
 The status endpoint keeps the stored spec and metadata and takes only the status from a body (tests/contract:
 ``test_a_status_replace_needs_only_the_objects_identity_and_its_status``); what else the body carries the API
-server still decodes, prunes and defaults first. Turnstile's status writes (``webhook.jobs.workload``) send the
-identity (name, namespace, uid, resourceVersion) and the status. This starts one bare control plane (etcd,
-kube-apiserver) with our CRDs, creates ``--workloads`` Workloads (the baseline's shape, or with ``--job-template``
-a pod template shaped like a real Job's: containers with env, volume mounts, probes and an affinity), reserves
-quota for each, then rewrites their status ``--writes`` times per round, the two body shapes alternating for
-``--rounds`` rounds, and reads the API server's CPU time around each round. Medians are printed with the machine.
+server still decodes, prunes and defaults first. Turnstile's status writes send the identity (name, namespace,
+uid, resourceVersion) and the status: this bench sends what ``webhook.jobs.workload.status_body`` builds. It
+starts one bare control plane (etcd, kube-apiserver) with our CRDs, creates ``--workloads`` Workloads (the
+baseline's shape, or with ``--job-template`` a pod template shaped like a real Job's: containers with env, volume
+mounts, probes and an affinity), reserves quota for each, then rewrites their status ``--writes`` times per round,
+the two body shapes alternating for ``--rounds`` rounds, and reads the API server's CPU time around each round.
+Medians are printed with the machine.
 
 Usage: ``.venv/bin/python -m bench.statusbody [--job-template]``. Printed, never asserted.
 """
@@ -16,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ssl
 import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from bench.baseline import CLASSES, crds_without_conversion, scratch, workload
-from bench.crdrules import GROUP, NAMESPACE
+from bench.crdrules import GROUP, NAMESPACE, AdminApi, reserved_status
 from bench.e2e import cpu_seconds
 from bench.machine import describe
+from webhook.api.views import WorkloadRecord
+from webhook.jobs.workload import status_body
 from webhook.local.cluster import LocalCluster
 
 SHAPES = ("whole object", "identity and status")
@@ -60,30 +60,10 @@ def job_template() -> dict[str, Any]:
     return {"metadata": {"labels": {"app": "trainer"}}, "spec": spec}
 
 
-def _condition(kind: str, message: str) -> dict[str, str]:
-    return {
-        "type": kind,
-        "status": "True",
-        "reason": kind,
-        "message": message,
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-    }
-
-
 async def _measure(cluster: LocalCluster, apiserver: int, args: argparse.Namespace) -> dict[str, list[float]]:
-    context = ssl.create_default_context(cafile=str(cluster.pki_dir / "ca.crt"))
-    context.load_cert_chain(cluster.pki_dir / "admin.crt", cluster.pki_dir / "admin.key")
-    base = cluster.server
     spent: dict[str, list[float]] = {shape: [] for shape in SHAPES}
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=8, ssl=context)) as session:
-
-        async def call(method: str, path: str, body: object) -> dict[str, Any]:
-            async with session.request(method, base + path, json=body) as r:
-                answer: dict[str, Any] = await r.json()
-                if r.status >= 300:
-                    raise RuntimeError(f"{method} {path}: {r.status} {answer.get('message')}")
-                return answer
-
+    async with AdminApi(cluster) as api:
+        call = api.call
         await call("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
         latest: list[dict[str, Any]] = []
         for i in range(args.workloads):
@@ -93,20 +73,8 @@ async def _measure(cluster: LocalCluster, apiserver: int, args: argparse.Namespa
             latest.append(await call("POST", f"{GROUP}/namespaces/{NAMESPACE}/workloads", body))
 
         async def rewrite(i: int, n: int, shape: str) -> None:
-            obj = latest[i]
-            status = {
-                "admission": {
-                    "clusterQueue": "cq",
-                    "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "rf"}}],
-                },
-                "conditions": [_condition("QuotaReserved", f"write {n}"), _condition("Admitted", "admitted")],
-            }
-            if shape == SHAPES[0]:
-                body = obj | {"status": status}
-            else:
-                meta = obj["metadata"]
-                identity = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion")}
-                body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": identity, "status": status}
+            obj, status = latest[i], reserved_status(n)
+            body = obj | {"status": status} if shape == SHAPES[0] else status_body(WorkloadRecord.of(obj), status)
             path = f"{GROUP}/namespaces/{NAMESPACE}/workloads/{obj['metadata']['name']}/status"
             latest[i] = await call("PUT", path, body)
 

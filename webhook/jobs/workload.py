@@ -51,7 +51,7 @@ def _status(workload: WorkloadRecord) -> JSON:
 _IDENTITY = ("name", "namespace", "uid", "resourceVersion")
 
 
-def _with_status(workload: WorkloadRecord, status: JSON) -> JSON:
+def status_body(workload: WorkloadRecord, status: JSON) -> JSON:
     """The body of a status write: the Workload's identity and its new status. Sending the whole object made the
     API server decode, prune and default its spec (the pod templates: most of its bytes) on every admission,
     eviction and finish, only to replace it with the stored one."""
@@ -93,7 +93,7 @@ def admitted(workload: ObjectLike, admission: Mapping[str, Any], *, now: datetim
         status["requeueState"] = requeue
     else:
         status.pop("requeueState", None)
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def pending(workload: WorkloadRecord, *, reason: str, message: str, now: datetime.datetime) -> JSON | None:
@@ -103,7 +103,7 @@ def pending(workload: WorkloadRecord, *, reason: str, message: str, now: datetim
         return None
     status = _status(workload)
     status["conditions"] = _set(conds, now, COND_QUOTA_RESERVED, False, reason, message)
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def evicted(
@@ -120,7 +120,7 @@ def evicted(
     if preempted_reason is not None:
         conds = _set(conds, now, COND_PREEMPTED, True, preempted_reason, message)
     status["conditions"] = conds
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def released(workload: WorkloadRecord, *, now: datetime.datetime) -> JSON:
@@ -140,7 +140,7 @@ def released(workload: WorkloadRecord, *, now: datetime.datetime) -> JSON:
     else:
         conds = _set(conds, now, COND_REQUEUED, False, reason, "Not requeued: " + reason)
     status["conditions"] = conds
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def reactivated(workload: WorkloadRecord, *, now: datetime.datetime) -> JSON:
@@ -149,7 +149,7 @@ def reactivated(workload: WorkloadRecord, *, now: datetime.datetime) -> JSON:
     status["conditions"] = _set(
         _conds(workload), now, COND_REQUEUED, True, "Reactivated", "The workload was reactivated"
     )
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def pods_ready(workload: WorkloadRecord, *, ready: bool, now: datetime.datetime) -> JSON | None:
@@ -162,7 +162,7 @@ def pods_ready(workload: WorkloadRecord, *, ready: bool, now: datetime.datetime)
         return None
     status = _status(workload)
     status["conditions"] = _set(conds, now, COND_PODS_READY, ready, reason, message)
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def requeue_count(workload: WorkloadRecord) -> int:
@@ -183,14 +183,14 @@ def finished(workload: WorkloadRecord, *, succeeded: bool, message: str, now: da
     status = _status(workload)
     reason = "Succeeded" if succeeded else "Failed"
     status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, reason, message)
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def failed_to_start(workload: WorkloadRecord, *, message: str, now: datetime.datetime) -> JSON:
     """The admission cannot be applied to the job (e.g. its nodeSelector contradicts the flavor): finish it."""
     status = _status(workload)
     status["conditions"] = _set(_conds(workload), now, COND_FINISHED, True, "FailedToStart", message)
-    return _with_status(workload, status)
+    return status_body(workload, status)
 
 
 def controlling_owner(workload: WorkloadRecord) -> JSON | None:
