@@ -38,6 +38,7 @@ from webhook.controller.reservations import Reservations
 from webhook.controller.telemetry import QueueMetrics
 from webhook.controller.workqueue import WorkQueue
 from webhook.core.admissionfairsharing import AdmissionFairSharing
+from webhook.core.backlog import Backlog
 from webhook.core.decisions import (
     RETRY_ON_TIME,
     AdmissionDecision,
@@ -88,6 +89,9 @@ class Admitter:
         written (one admitted sooner never gets one)."""
         self._min_spacing = min_spacing
         self._demands = DemandCache()  # kept from pass to pass: most Workloads are the same objects as last time
+        # The pending Workloads of the snapshot by LocalQueue and shape, in queue order, kept in step with it by
+        # ``snapshot`` (every change it notes): a pass reads only the queues' fronts instead of sorting them all.
+        self._backlog = Backlog(self._demands)
         self._spaced_at: datetime.datetime | None = None
         self._deferred = deferred
         self._pending_task: asyncio.Task[None] | None = None
@@ -147,6 +151,11 @@ class Admitter:
         self._admit_retries: WorkQueue[Key] = WorkQueue(initial=0.5, cap=30.0)
         self.schedules = 0  # how many passes ran the scheduler (the others found nothing schedulable changed)
 
+    @property
+    def backlog(self) -> Backlog:
+        """The pending Workloads the next pass reads its queues from (kept in step with ``snapshot``)."""
+        return self._backlog
+
     # -- 1. snapshot ----------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
@@ -157,6 +166,7 @@ class Admitter:
         ``needs_scheduling``.
         """
         changed = self._journal.take()
+        rebuilt = changed is None or self._effective is None
         if changed is None or self._effective is None:
             touched = self._rebuild()
         else:
@@ -175,12 +185,17 @@ class Admitter:
                 overlaid[key] = dataclasses.replace(wl, admission=parse_admission(assumed))
         # An assumption that ended (written, refused, settled) changes what the scheduler sees as held.
         for key in touched | (overlaid.keys() ^ self._overlaid):
-            self._note(key, overlaid.get(key) or self._effective.get(key))
+            wl = overlaid.get(key) or self._effective.get(key)
+            self._note(key, wl)
+            if not rebuilt:
+                self._backlog.put(key, wl)
         self._overlaid = set(overlaid)
         if overlaid:
             workloads = [wl for key, wl in self._effective.items() if key not in overlaid] + list(overlaid.values())
         else:
             workloads = list(self._effective.values())
+        if rebuilt:
+            self._backlog = Backlog.of(workloads, self._demands)
         namespaces = {ns.metadata.get("name", ""): ns.labels for ns in self._cache.views(NAMESPACE, ObjectView)}
         if namespaces != self._last_namespaces:
             self._last_namespaces, self._dirty = namespaces, True
@@ -336,12 +351,16 @@ class Admitter:
         self._admit_retries.take(now)  # the refused admissions whose backoff ended may be written again
         if len(self._demands) > 2 * len(snapshot.workloads) + 1_000:
             self._demands = DemandCache()  # what it holds is mostly of Workloads gone or changed
+            self._backlog = Backlog.of(snapshot.workloads, self._demands)  # its lines are keyed by those demands
+        # Reasons are written for the front of each queue only (``_pending_writes``): the rest is not explained.
         result = schedule(
             snapshot,
             now=now,
             fair_sharing=self._fair_sharing,
             admission_fair_sharing=self._admission_fair_sharing,
             demands=self._demands,
+            backlog=self._backlog,
+            positions=self._pending_positions,
         )
         if self._min_spacing:
             # The next pass schedules no sooner than this one took (at least ``min_spacing``): under a stream of

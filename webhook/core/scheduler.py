@@ -19,13 +19,17 @@ is exhausted or blocked, which admits everything that fits at once while keeping
 
 Usage only grows during a pass (admissions, and quota held for preemptors whose victims still run), so a
 workload that does not fit now will not fit later in the same pass: answers are memoised per queue and
-workload shape, which keeps 50,000 pending workloads cheap.
+workload shape, and in a BestEffortFIFO queue a shape that failed is left behind whole (each queue reads its
+workloads as a merge of ``core.backlog`` lines, one per LocalQueue and shape). With a backlog kept by the caller
+and only the front of each queue explained (``positions``), a pass over 12,000 waiting workloads of which none fit
+touches a few hundred of them.
 """
 
 from __future__ import annotations
 
+import heapq
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
@@ -37,6 +41,7 @@ from webhook.api.selector import matches
 from webhook.api.workload import Workload
 from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, entry_penalty, score
 from webhook.core.assignment import FIT, PREEMPT, Assignment, FlavorAssigner
+from webhook.core.backlog import Backlog
 from webhook.core.decisions import (
     RETRY_ON_PREEMPTED,
     RETRY_ON_QUEUE_CHANGED,
@@ -71,7 +76,7 @@ NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 
 _BY_KEY = operator.attrgetter("namespace", "name")  # a Workload's key, without a Python call per item
-_BY_ORDER = operator.attrgetter("order")  # an entry's queue order, likewise
+_ORDER = operator.attrgetter("queue_order")  # a Workload's queue order, likewise
 
 
 @dataclass(slots=True, eq=False)  # compared by identity: found in its queue's list by ``list.index``
@@ -83,18 +88,91 @@ class _Entry:
     preemption_failed: bool = False
 
 
+class _Lines:
+    """A queue's waiting workloads not taken yet, in queue order: a merge of its lines (one per LocalQueue and
+    shape). A shape left behind (``drop``) is skipped whole, however many workloads it holds."""
+
+    __slots__ = ("_dropped", "_heap")
+
+    def __init__(self, lines: Sequence[tuple[Demand, Sequence[Workload]]]) -> None:
+        # Orders are unique (they end with the namespace and name), so the tuples never compare further.
+        self._heap = [(line[0].queue_order, i, 0, demand, line) for i, (demand, line) in enumerate(lines) if line]
+        heapq.heapify(self._heap)
+        self._dropped: set[Demand] = set()
+
+    def next(self) -> tuple[Workload, Demand] | None:
+        heap = self._heap
+        while heap:
+            _, i, pos, demand, line = heap[0]
+            if demand in self._dropped:
+                heapq.heappop(heap)
+                continue
+            if pos + 1 < len(line):
+                heapq.heapreplace(heap, (line[pos + 1].queue_order, i, pos + 1, demand, line))
+            else:
+                heapq.heappop(heap)
+            return line[pos], demand
+        return None
+
+    def drop(self, demand: Demand) -> None:
+        self._dropped.add(demand)
+
+
 @dataclass(slots=True)
 class _Queue:
     cq: ClusterQueue
     quota: QueueQuota
     assigner: FlavorAssigner
+    # The waiting workloads taken so far, in order (``head`` takes the next from ``source``); all of them with
+    # admission fair sharing, which reorders them.
     entries: list[_Entry] = field(default_factory=list)
     cursor: int = 0
     blocked: bool = False
     failed_shapes: dict[Demand, int] = field(default_factory=dict)
+    lines: list[tuple[Demand, Sequence[Workload]]] = field(default_factory=list)  # every line, for the reasons
+    total: int = 0  # workloads in ``lines``
+    source: _Lines | None = None
     # Admission fair sharing only: the entries of each LocalQueue in order, and how many of each are behind us.
     by_local_queue: dict[tuple[str, str], list[_Entry]] | None = None
     done_in_local_queue: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def head(self) -> _Entry | None:
+        """The entry at the cursor (taken from the source if need be); None when the queue is exhausted."""
+        if self.cursor < len(self.entries):
+            return self.entries[self.cursor]
+        return self._take()
+
+    def take_all(self) -> None:
+        while self._take() is not None:
+            pass
+
+    def _take(self) -> _Entry | None:
+        source = self.source
+        taken = source.next() if source is not None else None
+        if taken is None:
+            self.source = None
+            return None
+        wl, demand = taken
+        e = _Entry(wl, demand, wl.queue_order)
+        self.entries.append(e)
+        return e
+
+    def in_order(self) -> Iterator[_Entry]:
+        """Every entry in queue order, those never taken (left behind with their shape, or behind a StrictFIFO
+        head that does not fit) as fresh entries with no outcome but the shape's."""
+        if self.by_local_queue is not None or (self.source is None and len(self.entries) == self.total):
+            yield from self.entries  # all taken: in their order (admission fair sharing's, if it reordered them)
+            return
+        taken = {id(e.workload): e for e in self.entries}
+        left_behind = self.cq.queueing_strategy != STRICT_FIFO
+        merge = _Lines(self.lines)
+        while (step := merge.next()) is not None:
+            wl, demand = step
+            e = taken.get(id(wl))
+            if e is None:
+                failed = left_behind and demand in self.failed_shapes
+                e = _Entry(wl, demand, wl.queue_order, outcome=_FAILED if failed else "")
+            yield e
 
 
 def schedule(
@@ -104,19 +182,29 @@ def schedule(
     fair_sharing: FairSharing | None = None,
     admission_fair_sharing: AdmissionFairSharing | None = None,
     demands: DemandCache | None = None,
+    backlog: Backlog | None = None,
+    positions: int | None = None,
 ) -> SchedulingResult:
-    """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot. ``demands``:
-    a cache of the workloads' demands kept by the caller from pass to pass (a fresh one otherwise)."""
+    """One scheduling pass over ``snapshot`` at time ``now``; deterministic for the same snapshot.
+
+    ``demands``: a cache of the workloads' demands kept by the caller from pass to pass (a fresh one otherwise).
+    ``backlog``: the pending workloads of ``snapshot.workloads``, kept by the caller from pass to pass (its
+    ``demands`` are then used); built from the snapshot otherwise. It must hold exactly the snapshot's pending
+    workloads. ``positions``: explain only the first ``positions`` waiting in each ClusterQueue (every workload
+    that cannot queue is explained all the same); all of them when None.
+    """
     fair, afs = fair_sharing or FairSharing(), admission_fair_sharing or AdmissionFairSharing()
-    return _Pass(snapshot, now, fair, afs, demands if demands is not None else DemandCache()).run()
+    if backlog is None:
+        backlog = Backlog.of(snapshot.workloads, demands)
+    return _Pass(snapshot, now, fair, afs, backlog).run(positions)
 
 
 class _Pass:
     def __init__(
-        self, snapshot: Snapshot, now: datetime, fair: FairSharing, afs: AdmissionFairSharing, demands: DemandCache
+        self, snapshot: Snapshot, now: datetime, fair: FairSharing, afs: AdmissionFairSharing, backlog: Backlog
     ) -> None:
         self.now = now
-        self.demands = demands
+        self.demands = backlog.demands
         self.fair = fair
         self.flavors = {f.name: f for f in snapshot.flavors}
         cqs = sorted(snapshot.cluster_queues, key=lambda c: c.name)
@@ -151,7 +239,7 @@ class _Pass:
         workloads = snapshot.workloads
         self._count_holders(cqs, workloads)
         self._open_queues(cqs)
-        self._enqueue_pending(workloads)
+        self._enqueue_pending(backlog)
         self._order_queues(workloads)
 
     def _count_holders(self, cqs: list[ClusterQueue], workloads: Sequence[Workload]) -> None:
@@ -185,27 +273,40 @@ class _Pass:
             )
             self.queues[cq.name] = _Queue(cq, quota, assigner)
 
-    def _enqueue_pending(self, workloads: Sequence[Workload]) -> None:
-        """3. Pending workloads into their queues, or straight to a pending reason (in key order) when they
+    def _enqueue_pending(self, backlog: Backlog) -> None:
+        """3. Each queue's lines of pending workloads, or straight to a pending reason (in key order) for those that
         cannot queue."""
-        demands, now = self.demands, self.now
+        now = self.now
         resolved: dict[tuple[str, str], _Queue | tuple[str | None, tuple[str, str]]] = {}
         unqueued: list[tuple[Workload, str | None, tuple[str, str], str]] = []
-        for wl in workloads:
-            if not wl.pending:  # pending implies no admission
+        for lq_key, by_shape in backlog.local_queues():
+            target = resolved[lq_key] = self._resolve(lq_key)
+            if isinstance(target, tuple):
+                unqueued.extend((wl, *target, RETRY_ON_QUEUE_CHANGED) for line in by_shape.values() for wl in line)
                 continue
+            for demand, line in by_shape.items():
+                target.lines.append((demand, line))
+                target.total += len(line)
+        due: dict[tuple[str, Demand], list[Workload]] = {}  # requeued workloads whose backoff is over
+        for wl in backlog.timed():
             if wl.requeue_at is not None and wl.requeue_at > now:
                 backoff = f"requeued after eviction; backoff until {wl.requeue_at.isoformat()}"
                 unqueued.append((wl, None, (constants.REASON_PENDING, backoff), RETRY_ON_TIME))
                 continue
             queue_key = (wl.namespace, wl.queue_name)
-            target = resolved.get(queue_key)
-            if target is None:
-                target = resolved[queue_key] = self._resolve(wl)
+            found = resolved.get(queue_key)
+            target = found if found is not None else resolved.setdefault(queue_key, self._resolve(queue_key))
             if isinstance(target, tuple):
                 unqueued.append((wl, *target, RETRY_ON_QUEUE_CHANGED))
                 continue
-            target.entries.append(_Entry(wl, demands.of(wl), wl.queue_order))
+            due.setdefault((target.cq.name, self.demands.of(wl)), []).append(wl)
+        for (due_in, demand), line in due.items():  # the lines' order shows nowhere: orders are unique
+            line.sort(key=_ORDER)
+            q = self.queues[due_in]
+            q.lines.append((demand, line))
+            q.total += len(line)
+        for q in self.queues.values():
+            q.source = _Lines(q.lines) if q.lines else None
         unqueued.sort(key=lambda u: u[0].key)
         for wl, cq_name, (reason, message), retry_on in unqueued:
             self._pend(wl, cq_name, reason, message, retry_on)
@@ -226,8 +327,9 @@ class _Pass:
             if lq.cluster_queue in fair_queues:
                 self.scores[key] = score(lq.consumed, lq.weight, afs, self.penalties.get(key))
         for q in self.queues.values():
-            q.entries.sort(key=self._entry_key if q.cq.name in fair_queues else _BY_ORDER)
-            if q.cq.name in fair_queues:
+            if q.cq.name in fair_queues:  # reordered as the pass goes: every entry taken now
+                q.take_all()
+                q.entries.sort(key=self._entry_key)
                 q.by_local_queue = {}
                 for e in q.entries:
                     q.by_local_queue.setdefault((e.workload.namespace, e.workload.queue_name), []).append(e)
@@ -254,12 +356,13 @@ class _Pass:
             )
         return None
 
-    def _resolve(self, wl: Workload) -> _Queue | tuple[str | None, tuple[str, str]]:
-        lq = self.local_queues.get((wl.namespace, wl.queue_name))
+    def _resolve(self, lq_key: tuple[str, str]) -> _Queue | tuple[str | None, tuple[str, str]]:
+        namespace, queue_name = lq_key
+        lq = self.local_queues.get(lq_key)
         if lq is None:
             return None, (
                 constants.REASON_MISCONFIGURED,
-                f"LocalQueue {wl.queue_name} doesn't exist in namespace {wl.namespace}",
+                f"LocalQueue {queue_name} doesn't exist in namespace {namespace}",
             )
         if not lq.active:
             return lq.cluster_queue, (
@@ -271,21 +374,21 @@ class _Pass:
             return lq.cluster_queue, (constants.REASON_MISCONFIGURED, f"ClusterQueue {lq.cluster_queue} doesn't exist")
         if cq.name in self.inactive:
             return cq.name, self.inactive[cq.name]
-        labels = self.namespaces.get(wl.namespace, {NAMESPACE_NAME_LABEL: wl.namespace})
+        labels = self.namespaces.get(namespace, {NAMESPACE_NAME_LABEL: namespace})
         if cq.namespace_selector is None or not matches(cq.namespace_selector, labels):
             return cq.name, (
                 constants.REASON_MISCONFIGURED,
-                f"namespace {wl.namespace} doesn't match the namespaceSelector of ClusterQueue {cq.name}",
+                f"namespace {namespace} doesn't match the namespaceSelector of ClusterQueue {cq.name}",
             )
         return self.queues[cq.name]
 
     # -- the pass -----------------------------------------------------------------------------------------
 
-    def run(self) -> SchedulingResult:
+    def run(self, positions: int | None) -> SchedulingResult:
         rounds = self._rounds if self.shares is None else self._fair_rounds
         rounds(phase=1)
         rounds(phase=2)
-        self._explain()
+        self._explain(positions)
         result = SchedulingResult(tuple(self.admitted), tuple(self.preemptions), tuple(self.pending))
         shares = self.shares
         if shares is None:
@@ -303,7 +406,7 @@ class _Pass:
         assert self.shares is not None
         tournament = Tournament(self.shares)
         for q in self.queues.values():
-            if not q.blocked and q.cursor < len(q.entries):
+            if not q.blocked and q.head() is not None:
                 self._offer(tournament, q)
         while winners := tournament.winners():
             for name in winners:
@@ -326,7 +429,7 @@ class _Pass:
         tournament.offer(q.cq.name, (q.cq.name, a.usage, e.order))
 
     def _rounds(self, *, phase: int) -> None:
-        active = [q for q in self.queues.values() if not q.blocked and q.cursor < len(q.entries)]
+        active = [q for q in self.queues.values() if not q.blocked and q.head() is not None]
         while active:
             # 1. Nominate each queue's head (skipping heads whose shape already failed in this queue).
             heads: list[tuple[tuple[int, tuple[int, float, str, str, str]], _Queue, _Entry, Assignment, int]] = []
@@ -346,17 +449,19 @@ class _Pass:
                 step = self._process(q, e, a, phase=phase)
                 if step == _ADVANCE:
                     q.cursor += 1
-                    if q.cursor < len(q.entries):
+                    if q.head() is not None:
                         active.append(q)
                 elif step == _STOP:
                     q.blocked = True
 
     def _skip_known_failures(self, q: _Queue) -> bool:
         """Fail heads whose shape already failed here; False when the queue is exhausted or blocked."""
-        while q.cursor < len(q.entries):
+        while True:
             if q.by_local_queue is not None:
                 self._next_by_usage(q)
-            e = q.entries[q.cursor]
+            e = q.head()
+            if e is None:
+                return False
             if e.demand not in q.failed_shapes:
                 return True
             e.outcome = _FAILED
@@ -364,7 +469,6 @@ class _Pass:
                 q.blocked = True
                 return False
             q.cursor += 1
-        return False
 
     def _process(self, q: _Queue, e: _Entry, a: Assignment, *, phase: int) -> int:
         # 1. Fits whole.
@@ -387,10 +491,15 @@ class _Pass:
                 return _PAUSE
             self._admit(q, e, partial)
             return _ADVANCE
-        # 4. Does not fit: remember the shape, then block (StrictFIFO) or move on (BestEffortFIFO).
+        # 4. Does not fit: remember the shape, then block (StrictFIFO) or move on (BestEffortFIFO), leaving the
+        # rest of that shape behind.
         e.outcome = _FAILED
         q.failed_shapes[e.demand] = a.mode
-        return _STOP if q.cq.queueing_strategy == STRICT_FIFO else _ADVANCE
+        if q.cq.queueing_strategy == STRICT_FIFO:
+            return _STOP
+        if q.source is not None:
+            q.source.drop(e.demand)
+        return _ADVANCE
 
     def _partial(self, q: _Queue, e: _Entry) -> Assignment | None:
         index = e.demand.partial_index
@@ -497,9 +606,9 @@ class _Pass:
 
     # -- pending reasons ------------------------------------------------------------------------------------
 
-    def _explain(self) -> None:
-        """Reasons for everything left, computed against the final usage of the pass (memoised per shape). The
-        hot loop of a deep backlog: one tuple lookup and one struct per waiting workload."""
+    def _explain(self, positions: int | None) -> None:
+        """Reasons for everything left (the first ``positions`` of each queue), computed against the final usage of
+        the pass (memoised per shape). One tuple lookup and one struct per waiting workload explained."""
         append = self.pending.append
         preempting = (
             constants.REASON_WAITING_FOR_PREEMPTED_WORKLOADS,
@@ -507,12 +616,20 @@ class _Pass:
             RETRY_ON_PREEMPTED,
         )
         for q in self.queues.values():
-            waiting = [e for e in q.entries if e.outcome != _ADMITTED]
+            length = q.total - sum(1 for e in q.entries if e.outcome == _ADMITTED)
+            if not length:
+                continue
             strict = q.cq.queueing_strategy == STRICT_FIFO
             memo: dict[tuple[Demand, bool], tuple[str, str, str]] = {}
             behind: tuple[str, str, str] | None = None  # StrictFIFO: the reason of those behind the blocker
-            cq_name, length = q.cq.name, len(waiting)
-            for position, e in enumerate(waiting, start=1):
+            cq_name, last = q.cq.name, length if positions is None else min(length, positions)
+            position = 0
+            for e in q.in_order():
+                if e.outcome == _ADMITTED:
+                    continue
+                position += 1
+                if position > last:
+                    break
                 if e.outcome == _PREEMPTING:
                     reason, text, retry = preempting
                 elif e.outcome == _FAILED:

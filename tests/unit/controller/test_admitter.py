@@ -17,6 +17,7 @@ from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.watches import build_cache
+from webhook.core.snapshot import Snapshot
 from webhook.jobs import batch_job
 from webhook.kube import resources as r
 from webhook.kube.errors import Conflict, Retryable
@@ -446,3 +447,39 @@ async def test_an_admission_decided_while_its_own_reason_is_in_flight_builds_on_
 
     assert queue.admitted(waiting)
     assert kube.conflicts == 0  # built on the reason's version: no conflict with our own write
+
+
+def _backlog_in_step(admitter: Admitter, snapshot: Snapshot) -> None:
+    """The backlog kept from pass to pass holds exactly the snapshot's pending Workloads, as the same objects."""
+    kept = {wl.key: wl for wl in admitter.backlog.workloads()}
+    pending = {wl.key: wl for wl in snapshot.workloads if wl.pending}
+    assert kept.keys() == pending.keys()
+    assert all(kept[key] is pending[key] for key in kept)
+
+
+async def test_the_backlog_follows_every_change_the_snapshot_shows() -> None:
+    queue = await Queue(cpu="2", preemption={"withinClusterQueue": "LowerPriority"}).start()
+
+    async def run(at: datetime) -> None:
+        queue.refresh()
+        snapshot, _ = await queue.admitter.run_pass(at)
+        _backlog_in_step(queue.admitter, snapshot)
+
+    keys = [await queue.submit(f"j{i}", pods=1) for i in range(4)]
+    await run(NOW)  # two admitted (assumed, then written), two wait
+    running = [k for k in keys if queue.admitted(k)]
+    waiting = [k for k in keys if k not in running]
+    assert len(running) == 2
+    await run(NOW + timedelta(seconds=1))  # the writes seen: the assumptions settle
+    await finish(queue.kube, queue.cache, running[0][1], at="2025-01-01T00:00:02Z")
+    queue.kube.faults.fail_next("replace_status", resource=r.WORKLOAD, error=Conflict("changed", status=409))
+    await run(NOW + timedelta(seconds=2))  # the freed quota's admission is refused: pending again
+    assert not any(queue.admitted(k) for k in waiting)
+    await run(NOW + timedelta(seconds=3))
+    (admitted,) = [k for k in waiting if queue.admitted(k)]
+    (left,) = [k for k in waiting if k != admitted]
+    await queue.kube.delete(r.WORKLOAD, left[1], namespace=left[0])
+    urgent = await queue.submit("urgent", pods=1, priority=10)
+    await run(NOW + timedelta(seconds=4))  # one gone, one preempting
+    assert not queue.admitted(urgent)
+    assert [wl.key for wl in queue.admitter.backlog.workloads()] == [urgent]

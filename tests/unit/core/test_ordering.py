@@ -84,6 +84,28 @@ def test_positions_count_only_waiting_workloads() -> None:
     ]
 
 
+def test_a_shape_that_does_not_fit_is_left_behind_whole_and_each_of_it_explained_in_place() -> None:
+    # BestEffortFIFO: once big-0 does not fit, the rest of its shape is not tried again, yet each keeps its place in
+    # the queue and the same reason, between the small ones admitted past it and the one that no longer fits.
+    wls = [
+        *(workload(f"big-{i}", cpu=5, age=2 * i) for i in range(3)),
+        *(workload(f"small-{i}", cpu=1, age=2 * i + 1) for i in range(4)),
+    ]
+    result = run([cpu_queue("main", 3)], wls)
+    assert names(result) == ["small-0", "small-1", "small-2"]
+    explained = [(p.workload[1], p.position, p.queue_length, p.reason) for p in result.pending]
+    assert explained == [
+        ("big-0", 1, 4, constants.REASON_EXCEEDS_MAX_QUOTA),
+        ("big-1", 2, 4, constants.REASON_EXCEEDS_MAX_QUOTA),
+        ("big-2", 3, 4, constants.REASON_EXCEEDS_MAX_QUOTA),
+        ("small-3", 4, 4, constants.REASON_WAITING_FOR_QUOTA),
+    ]
+    assert result.pending[0].detail == result.pending[1].detail == result.pending[2].detail
+    assert "needs 5" in result.pending[0].detail
+    front = schedule(snapshot([cpu_queue("main", 3)], wls), now=NOW, positions=2)
+    assert (front.admitted, front.pending) == (result.admitted, result.pending[:2])
+
+
 def test_non_borrowing_workloads_go_before_borrowing_ones() -> None:
     # A's head is older and higher priority but must borrow; B's fits in B's own quota. Both cannot fit.
     cqs = [cpu_queue("a", 2, cohort="c"), cpu_queue("b", 4, cohort="c")]

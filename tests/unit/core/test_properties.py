@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.core.builders import NOW, cluster_queue, group, pod_set, quota, snapshot, workload
+from tests.unit.core.builders import NOW, NS, cluster_queue, group, local_queue, pod_set, quota, snapshot, workload
 from webhook.api import constants
 from webhook.api.clusterqueue import (
     ANY,
@@ -27,7 +28,8 @@ from webhook.api.clusterqueue import (
     FlavorFungibility,
 )
 from webhook.api.workload import Condition, Workload
-from webhook.core.decisions import SchedulingResult
+from webhook.core.backlog import Backlog
+from webhook.core.decisions import RETRY_ON_TIME, SchedulingResult
 from webhook.core.scheduler import schedule
 from webhook.core.snapshot import Snapshot
 from webhook.core.usage import cluster_queue_usage
@@ -249,6 +251,47 @@ def test_best_effort_fifo_leaves_nothing_pending_that_fits(data: st.DataObject) 
                 assert not fits_somewhere(by_name[wl.queue_name], cqs, used, smallest), (
                     f"{p.workload} fits: {p.message}"
                 )
+
+
+@SETTINGS
+@given(data=st.data())
+def test_a_backlog_kept_from_pass_to_pass_decides_as_one_built_for_the_pass(data: st.DataObject) -> None:
+    """The reconciler keeps the pending workloads in a ``Backlog`` told of each change; passes on it decide as passes
+    that build one from the snapshot, and explaining only each queue's front explains it as the whole would. With
+    LocalQueues in two namespaces (one of them missing some) and workloads backing off after an eviction."""
+    cqs = data.draw(cluster_queues(preemption=data.draw(st.booleans())))
+    cluster = Cluster(cqs)
+    spare = [
+        local_queue(cq.name, name=f"q{i}", namespace="spare") for i, cq in enumerate(cqs) if data.draw(st.booleans())
+    ]
+    backlog, told = Backlog(), dict[str, Workload]()
+    for op in [*data.draw(operations(len(cqs))), ("pass",)]:
+        if op[0] == "submit":
+            cluster.submit(*op[1:])  # type: ignore[arg-type]
+            name = f"w{cluster.created - 1:03}"
+            backoff = data.draw(st.sampled_from([None, -5, 5]))
+            cluster.workloads[name] = replace(
+                cluster.workloads[name],
+                namespace=data.draw(st.sampled_from([NS, "spare"])),
+                requeue_at=None if backoff is None else NOW + timedelta(seconds=backoff),
+            )
+        elif op[0] == "finish":
+            cluster.finish(op[1])  # type: ignore[arg-type]
+        else:
+            for name, wl in cluster.workloads.items():
+                if told.get(name) is not wl:
+                    backlog.put(wl.key, wl)
+                    told[name] = wl
+            snap = replace(cluster.snapshot(), local_queues=[*cluster.snapshot().local_queues, *spare])
+            result = schedule(snap, now=NOW)
+            assert schedule(snap, now=NOW, backlog=backlog) == result
+            front = data.draw(st.integers(0, 3))
+            explained = schedule(snap, now=NOW, backlog=backlog, positions=front)
+            assert (explained.admitted, explained.preemptions) == (result.admitted, result.preemptions)
+            assert explained.pending == tuple(p for p in result.pending if p.position is None or p.position <= front)
+            cluster.apply(result)
+            event("left behind a shape", any(p.position is not None and p.position > front for p in result.pending))
+            event("backing off", any(p.retry_on == RETRY_ON_TIME for p in result.pending))
 
 
 def _shuffled(snap: Snapshot, rnd: random.Random) -> Snapshot:
