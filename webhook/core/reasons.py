@@ -11,6 +11,7 @@ every tried flavor is listed with its numbers, and the preemption verdict says w
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 from webhook.api import constants
@@ -22,8 +23,10 @@ from webhook.core.decisions import RETRY_ON_QUEUE_CHANGED, RETRY_ON_QUOTA_FREED
 _BYTES: Final = ("memory", "ephemeral-storage", "hugepages-")
 
 
+@functools.lru_cache(maxsize=4096)
 def amount(resource: str, nano: int) -> str:
-    """A quantity as people write it for this resource: 8Gi for bytes, 1500m or 4 for the rest."""
+    """A quantity as people write it for this resource: 8Gi for bytes, 1500m or 4 for the rest. Memoised: every
+    pass words the same few quotas and demands again for the front of each queue."""
     binary = any(resource == b or resource.startswith(b) for b in _BYTES)
     return format_quantity(Quantity(nano, Format.BINARY_SI if binary else Format.DECIMAL_SI))
 
