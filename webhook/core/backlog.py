@@ -30,27 +30,50 @@ class Backlog:
         # (namespace, LocalQueue name) -> demand -> that LocalQueue's pending workloads of that shape, in queue order.
         self._lines: dict[Key, dict[Demand, list[Workload]]] = {}
         self._timed: dict[Key, Workload] = {}  # pending, with a requeue time: not in a line
-        self._where: dict[Key, tuple[Key, Demand, Workload]] = {}  # what ``put`` placed in a line, to take it out
+        # Where each workload of a line is, to take it out; built by the first ``put`` (a backlog built for one pass
+        # never needs it).
+        self._where: dict[Key, tuple[Key, Demand, Workload]] | None = {}
 
     @classmethod
     def of(cls, workloads: Iterable[Workload], demands: DemandCache | None = None) -> Backlog:
         """The backlog of these workloads (any mix: only the pending ones are kept)."""
         backlog = cls(demands)
+        lines, timed, demand_of = backlog._lines, backlog._timed, backlog.demands.of
         for wl in workloads:
-            if wl.pending:
-                backlog._place(wl, sort=False)
-        for by_shape in backlog._lines.values():
+            if not wl.pending:
+                continue
+            if wl.requeue_at is not None:
+                timed[wl.key] = wl
+                continue
+            lq_key = (wl.namespace, wl.queue_name)
+            by_shape = lines.get(lq_key)
+            if by_shape is None:
+                by_shape = lines[lq_key] = {}
+            demand = demand_of(wl)
+            line = by_shape.get(demand)
+            if line is None:
+                by_shape[demand] = [wl]
+            else:
+                line.append(wl)
+        for by_shape in lines.values():
             for line in by_shape.values():
                 line.sort(key=_ORDER)
+        backlog._where = None
         return backlog
 
     def __len__(self) -> int:
-        return len(self._where) + len(self._timed)
+        in_lines = (
+            sum(len(line) for by_shape in self._lines.values() for line in by_shape.values())
+            if self._where is None
+            else len(self._where)
+        )
+        return in_lines + len(self._timed)
 
     def put(self, key: Key, wl: Workload | None) -> None:
         """``key`` is now ``wl`` (None: gone from the snapshot). Only a pending workload stays in the backlog."""
+        where = self._where if self._where is not None else self._index()
         self._timed.pop(key, None)
-        placed = self._where.pop(key, None)
+        placed = where.pop(key, None)
         if placed is not None:
             lq_key, demand, old = placed
             by_shape = self._lines[lq_key]
@@ -62,21 +85,25 @@ class Backlog:
                 del by_shape[demand]
                 if not by_shape:
                     del self._lines[lq_key]
-        if wl is not None and wl.pending:
-            self._place(wl, sort=True)
-
-    def _place(self, wl: Workload, *, sort: bool) -> None:
+        if wl is None or not wl.pending:
+            return
         if wl.requeue_at is not None:
-            self._timed[wl.key] = wl
+            self._timed[key] = wl
             return
         lq_key = (wl.namespace, wl.queue_name)
         demand = self.demands.of(wl)
         line = self._lines.setdefault(lq_key, {}).setdefault(demand, [])
-        if sort:
-            bisect.insort(line, wl, key=_ORDER)
-        else:
-            line.append(wl)
-        self._where[wl.key] = (lq_key, demand, wl)
+        bisect.insort(line, wl, key=_ORDER)
+        where[key] = (lq_key, demand, wl)
+
+    def _index(self) -> dict[Key, tuple[Key, Demand, Workload]]:
+        self._where = {
+            wl.key: (lq_key, demand, wl)
+            for lq_key, by_shape in self._lines.items()
+            for demand, line in by_shape.items()
+            for wl in line
+        }
+        return self._where
 
     def local_queues(self) -> Iterator[tuple[Key, dict[Demand, list[Workload]]]]:
         """Each LocalQueue with pending workloads (in no particular order), and its lines by shape. Read only."""

@@ -28,8 +28,9 @@ touches a few hundred of them.
 from __future__ import annotations
 
 import heapq
+import itertools
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
@@ -92,15 +93,25 @@ class _Lines:
     """A queue's waiting workloads not taken yet, in queue order: a merge of its lines (one per LocalQueue and
     shape). A shape left behind (``drop``) is skipped whole, however many workloads it holds."""
 
-    __slots__ = ("_dropped", "_heap")
+    __slots__ = ("_dropped", "_heap", "_only", "_pos")
 
     def __init__(self, lines: Sequence[tuple[Demand, Sequence[Workload]]]) -> None:
         # Orders are unique (they end with the namespace and name), so the tuples never compare further.
         self._heap = [(line[0].queue_order, i, 0, demand, line) for i, (demand, line) in enumerate(lines) if line]
-        heapq.heapify(self._heap)
         self._dropped: set[Demand] = set()
+        # One line (a queue of one LocalQueue and one shape, the common case): read in place, no heap.
+        self._only = self._heap[0] if len(self._heap) == 1 else None
+        self._pos = 0
+        heapq.heapify(self._heap)
 
     def next(self) -> tuple[Workload, Demand] | None:
+        only = self._only
+        if only is not None:
+            demand, line, pos = only[3], only[4], self._pos
+            if pos >= len(line) or demand in self._dropped:
+                return None
+            self._pos = pos + 1
+            return line[pos], demand
         heap = self._heap
         while heap:
             _, i, pos, demand, line = heap[0]
@@ -157,19 +168,24 @@ class _Queue:
         self.entries.append(e)
         return e
 
-    def in_order(self) -> Iterator[_Entry]:
+    def in_order(self, *, whole: bool, demand_of: Callable[[Workload], Demand]) -> Iterator[_Entry]:
         """Every entry in queue order, those never taken (left behind with their shape, or behind a StrictFIFO
-        head that does not fit) as fresh entries with no outcome but the shape's."""
+        head that does not fit) as fresh entries with no outcome but the shape's. ``whole``: all of them will be
+        read (one sort of the lines, in C), not only the first few (a lazy merge)."""
         if self.by_local_queue is not None or (self.source is None and len(self.entries) == self.total):
             yield from self.entries  # all taken: in their order (admission fair sharing's, if it reordered them)
             return
         taken = {id(e.workload): e for e in self.entries}
         left_behind = self.cq.queueing_strategy != STRICT_FIFO
-        merge = _Lines(self.lines)
-        while (step := merge.next()) is not None:
-            wl, demand = step
+        ordered: Iterable[Workload]
+        if whole:
+            ordered = sorted(itertools.chain.from_iterable(line for _, line in self.lines), key=_ORDER)
+        else:
+            ordered = (wl for wl, _ in iter(_Lines(self.lines).next, None))
+        for wl in ordered:
             e = taken.get(id(wl))
             if e is None:
+                demand = demand_of(wl)
                 failed = left_behind and demand in self.failed_shapes
                 e = _Entry(wl, demand, wl.queue_order, outcome=_FAILED if failed else "")
             yield e
@@ -624,7 +640,8 @@ class _Pass:
             behind: tuple[str, str, str] | None = None  # StrictFIFO: the reason of those behind the blocker
             cq_name, last = q.cq.name, length if positions is None else min(length, positions)
             position = 0
-            for e in q.in_order():
+            whole = positions is None or positions >= length
+            for e in q.in_order(whole=whole, demand_of=self.demands.of):
                 if e.outcome == _ADMITTED:
                     continue
                 position += 1

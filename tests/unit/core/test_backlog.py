@@ -71,3 +71,14 @@ def test_workloads_of_one_shape_share_a_line_whatever_their_pod_set_objects() ->
 def test_only_pending_workloads_are_kept() -> None:
     inactive: Workload = replace(workload("off", cpu=1), active=False)
     assert len(Backlog.of([inactive, admitted(workload("on", cpu=1), "cq")])) == 0
+
+
+def test_a_backlog_built_at_once_is_kept_in_step_by_put_all_the_same() -> None:
+    a, b, c = (workload(n, cpu=1, age=i) for i, n in enumerate("abc"))
+    backlog = Backlog.of([a, b])
+    assert len(backlog) == 2
+    backlog.put(a.key, None)
+    backlog.put(c.key, c)
+    backlog.put(b.key, replace(b, priority=1))
+    assert lines(backlog) == {(NS, "main"): [["b", "c"]]}
+    assert len(backlog) == 2
