@@ -541,8 +541,11 @@ class Admitter:
 
     def _pending_writes(self, pending: tuple[PendingDecision, ...], now: datetime.datetime) -> list[Awaitable[None]]:
         writes: list[Awaitable[None]] = []
+        # Forgotten once no longer pending (not merely out of the front: one back in it within the refresh keeps its
+        # limit, as when every position was explained).
         waiting = {p.workload for p in pending}
-        self._pending_written = {k: t for k, t in self._pending_written.items() if k in waiting}
+        backlog = self._backlog
+        self._pending_written = {k: t for k, t in self._pending_written.items() if k in waiting or k in backlog}
         front = self._pending_positions
         in_front = [p for p in pending if p.position is None or p.position <= front]
         since = self._pending_since

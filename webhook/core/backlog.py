@@ -69,6 +69,10 @@ class Backlog:
         )
         return in_lines + len(self._timed)
 
+    def __contains__(self, key: object) -> bool:
+        where = self._where if self._where is not None else self._index()
+        return key in where or key in self._timed
+
     def put(self, key: Key, wl: Workload | None) -> None:
         """``key`` is now ``wl`` (None: gone from the snapshot). Only a pending workload stays in the backlog."""
         where = self._where if self._where is not None else self._index()

@@ -82,3 +82,12 @@ def test_a_backlog_built_at_once_is_kept_in_step_by_put_all_the_same() -> None:
     backlog.put(b.key, replace(b, priority=1))
     assert lines(backlog) == {(NS, "main"): [["b", "c"]]}
     assert len(backlog) == 2
+
+
+def test_membership_is_by_key_for_lines_and_timed_workloads_alike() -> None:
+    queued, timed = workload("queued", cpu=1), replace(workload("timed", cpu=1), requeue_at=NOW)
+    backlog = Backlog.of([queued, timed])
+    assert queued.key in backlog
+    assert timed.key in backlog
+    backlog.put(queued.key, None)
+    assert queued.key not in backlog
