@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import ssl
 import statistics
 import subprocess
@@ -84,8 +85,13 @@ class AdminApi:
     async def __aexit__(self, *exc: object) -> None:
         await self.session.close()
 
-    async def call(self, method: str, path: str, body: object) -> dict[str, Any]:
-        async with self.session.request(method, self.base + path, json=body) as r:
+    async def call(
+        self, method: str, path: str, body: object, content_type: str = "application/json"
+    ) -> dict[str, Any]:
+        data = json.dumps(body)
+        async with self.session.request(
+            method, self.base + path, data=data, headers={"Content-Type": content_type}
+        ) as r:
             answer: dict[str, Any] = await r.json()
             if r.status >= 300:
                 raise RuntimeError(f"{method} {path}: {r.status} {answer.get('message')}")

@@ -1,13 +1,16 @@
-"""kube-apiserver CPU per Workload status write: the whole object as the body, against its identity and status only.
+"""kube-apiserver CPU per Workload status write, by the shape of the request: the whole object as the body, its
+identity and status only (what Turnstile sends), a JSON merge patch of the status, and a server-side apply of it.
 
 The status endpoint keeps the stored spec and metadata and takes only the status from a body (tests/contract:
 ``test_a_status_replace_needs_only_the_objects_identity_and_its_status``); what else the body carries the API
 server still decodes, prunes and defaults first. Turnstile's status writes send the identity (name, namespace,
-uid, resourceVersion) and the status: this bench sends what ``webhook.jobs.workload.status_body`` builds. It
+uid, resourceVersion) and the status: this bench sends what ``webhook.jobs.workload.status_body`` builds. A
+merge patch carries the status and the resourceVersion read (optimistic, as our PUT); an apply carries the
+status under a field manager of its own, forced, as Kueue writes admissions and its perf runner's finishes. It
 starts one bare control plane (etcd, kube-apiserver) with our CRDs, creates ``--workloads`` Workloads (the
 baseline's shape, or with ``--job-template`` a pod template shaped like a real Job's: containers with env, volume
 mounts, probes and an affinity), reserves quota for each, then rewrites their status ``--writes`` times per round,
-the two body shapes alternating for ``--rounds`` rounds, and reads the API server's CPU time around each round.
+the shapes taking turns for ``--rounds`` rounds, and reads the API server's CPU time around each round.
 Medians are printed with the machine.
 
 Usage: ``.venv/bin/python -m bench.statusbody [--job-template]``. Printed, never asserted.
@@ -30,7 +33,9 @@ from webhook.api.views import WorkloadRecord
 from webhook.jobs.workload import status_body
 from webhook.local.cluster import LocalCluster
 
-SHAPES = ("whole object", "identity and status")
+SHAPES = ("whole object", "identity and status", "merge patch", "apply")
+MERGE = "application/merge-patch+json"
+APPLY = "application/apply-patch+yaml"  # JSON is YAML
 
 
 def job_template() -> dict[str, Any]:
@@ -74,13 +79,22 @@ async def _measure(cluster: LocalCluster, apiserver: int, args: argparse.Namespa
 
         async def rewrite(i: int, n: int, shape: str) -> None:
             obj, status = latest[i], reserved_status(n)
-            body = obj | {"status": status} if shape == SHAPES[0] else status_body(WorkloadRecord.of(obj), status)
             path = f"{GROUP}/namespaces/{NAMESPACE}/workloads/{obj['metadata']['name']}/status"
-            latest[i] = await call("PUT", path, body)
+            if shape == "whole object":
+                latest[i] = await call("PUT", path, obj | {"status": status})
+            elif shape == "identity and status":
+                latest[i] = await call("PUT", path, status_body(WorkloadRecord.of(obj), status))
+            elif shape == "merge patch":  # optimistic like the others: the resourceVersion read
+                patch = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]}, "status": status}
+                latest[i] = await call("PATCH", path, patch, MERGE)
+            else:  # server-side apply of the status alone, as Kueue writes an admission (forced, no resourceVersion)
+                meta = {"name": obj["metadata"]["name"], "namespace": NAMESPACE}
+                applied = {"apiVersion": obj["apiVersion"], "kind": "Workload", "metadata": meta, "status": status}
+                latest[i] = await call("PATCH", path + "?fieldManager=bench&force=true", applied, APPLY)
 
         await asyncio.gather(*(rewrite(i, 0, SHAPES[0]) for i in range(args.workloads)))
         for round_ in range(args.rounds):
-            for shape in SHAPES if round_ % 2 == 0 else SHAPES[::-1]:
+            for shape in SHAPES[round_ % len(SHAPES) :] + SHAPES[: round_ % len(SHAPES)]:
                 before = cpu_seconds(apiserver)
                 for start in range(0, args.writes, args.workloads):
                     count = min(args.workloads, args.writes - start)
@@ -111,7 +125,8 @@ def main() -> None:
     for shape, values in spent.items():
         listed = ", ".join(f"{v:.2f}" for v in values)
         print(f"  {shape:20s}: kube-apiserver CPU per write, median {medians[shape]:.2f} ms ({listed})")
-    print(f"  ratio identity / whole: {medians[SHAPES[1]] / medians[SHAPES[0]]:.2f}")
+    for shape in SHAPES[1:]:
+        print(f"  ratio {shape} / whole object: {medians[shape] / medians[SHAPES[0]]:.2f}")
 
 
 if __name__ == "__main__":
