@@ -14,8 +14,15 @@ again); where they happen is what the lists say. Last, the bounces: a call into 
 (``a>b.function>a``), by the function called: an accessor called from far away, or a helper and its caller
 taking turns, shows up there. Only calls count (``sys.setprofile``'s "call" events): a callee returning to its
 caller is not a re-entry, its caller calling into that module again is; so a generator or comprehension resumed
-between calls into another module re-enters its own each time. The reconciler leg depends on timing (how many
-passes and resyncs run before the release): its counts come in two or three shapes, some tens apart.
+between calls into another module re-enters its own each time. Re-entries count a caller going on after its
+callee returned; what says whether the walk reads as a straight line is the next measure: the calls against the
+imports, a new call from one of our modules into one it does not import (directly or through others, as
+``tests/unit/test_layers`` builds the graph), by ``caller>module.function``. The import graph has no cycles, so
+the walk goes down it everywhere else; these are where control is handed back up (a sink, a listener, a state
+object implemented above the machine that calls it). The roots are the calls with none of our modules on the stack
+(a task starting, a callback the event loop runs): where the walk starts again. The reconciler leg depends on
+timing (how many passes and resyncs run before the release): its counts come in two or three shapes, some tens
+apart.
 Printed, never asserted. Usage: ``.venv/bin/python -m bench.walk``.
 """
 
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import sys
 import types
 from collections import Counter
@@ -34,6 +42,7 @@ import jsonpatch
 import orjson
 
 from tests.doubles.fakekube import FakeKube
+from tests.unit.test_layers import import_graph
 from webhook.admission import answering, endpoints
 from webhook.admission.options import AdmissionOptions
 from webhook.admission.view import StaticView
@@ -47,7 +56,13 @@ NS = "walk"
 
 
 class Trace:
-    def __init__(self) -> None:
+    def __init__(self, segment: types.CodeType | None = None) -> None:
+        """``segment``: the code whose every call starts a new segment (a reconciler pass) for the come-backs."""
+        self._segment = segment
+        self.segments = 0
+        self.comebacks: Counter[str] = Counter()  # per "caller>module.function", calls against the imports
+        self.roots: Counter[str] = Counter()  # per module, calls with none of our modules on the stack
+        self._frames: dict[int, types.FrameType] = {}  # every frame seen (held: their ids are never reused)
         self.modules: list[str] = []
         self.hops = 0
         self.reentries: Counter[str] = Counter()  # per module re-entered
@@ -64,6 +79,7 @@ class Trace:
         module = str(frame.f_globals.get("__name__", ""))
         if not module.startswith("webhook."):
             return
+        self._come_back(frame, module)
         if module == self._last:
             return
         self.hops += 1
@@ -77,14 +93,46 @@ class Trace:
             self.bounces[f"{short(module)}>{short(self._last)}.{self._last_function}>{short(module)}"] += 1
         self._before_last, self._last, self._last_function = self._last, module, frame.f_code.co_qualname
 
+    def _come_back(self, frame: types.FrameType, module: str) -> None:
+        """A new call (not a generator or coroutine resumed) from a module of ours into one it does not import,
+        directly or through others: control handed back up, against the imports (a callback, a listener, a
+        protocol implemented above). Calls with none of our modules on the stack (a task started, a callback
+        run by the event loop) are where the walk starts again: counted as roots."""
+        if id(frame) in self._frames:
+            return  # resumed
+        self._frames[id(frame)] = frame
+        if frame.f_code is self._segment:
+            self.segments += 1
+        back = frame.f_back
+        while back is not None and not str(back.f_globals.get("__name__", "")).startswith("webhook."):
+            back = back.f_back
+        if back is None:
+            self.roots[short(module)] += 1
+            return
+        caller = str(back.f_globals.get("__name__", ""))
+        if caller != module and module not in reachable(caller):
+            self.comebacks[f"{short(caller)}>{short(module)}.{frame.f_code.co_qualname}"] += 1
+
+
+@functools.cache
+def reachable(module: str) -> frozenset[str]:
+    """The modules of ours ``module`` imports, directly or through others (anywhere in them)."""
+    graph, seen, todo = import_graph(), set(), [module]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return frozenset(seen)
+
 
 def short(module: str) -> str:
     return module.removeprefix("webhook.")
 
 
 @contextmanager
-def traced() -> Iterator[Trace]:
-    trace = Trace()
+def traced(segment: types.CodeType | None = None) -> Iterator[Trace]:
+    trace = Trace(segment)
     profile: Callable[[types.FrameType, str, Any], object] = trace
     sys.setprofile(profile)
     try:
@@ -157,7 +205,7 @@ async def release(mutated: dict[str, Any]) -> Trace:
         reconciler = Reconciler(kube, cache, resync_seconds=0.5)
         supervisor.spawn(reconciler.run(), name="reconciler")
         await asyncio.sleep(0.5)  # the watches' first lists, before the Job exists: not part of its walk
-        with traced() as trace:
+        with traced(Reconciler.pass_once.__code__) as trace:
             await kube.create(r.JOB, mutated, namespace=NS)
             for _ in range(300):
                 if not (await kube.get(r.JOB, "walk", namespace=NS))["spec"].get("suspend"):
@@ -176,6 +224,13 @@ def report(leg: str, trace: Trace, *, top: int = 12) -> None:
         print("  most re-entered: " + ", ".join(f"{short(m)} {n}" for m, n in trace.reentries.most_common(top)))
         print("  most frequent returns: " + ", ".join(f"{hop} {n}" for hop, n in trace.returns.most_common(top)))
         print("  most frequent bounces: " + ", ".join(f"{b} {n}" for b, n in trace.bounces.most_common(top)))
+    comebacks = sum(trace.comebacks.values())
+    per = f" in {trace.segments} passes" if trace.segments else ""
+    print(f"  calls against the imports (into a module the caller does not import): {comebacks}{per}")
+    if comebacks:
+        print("    " + ", ".join(f"{hop} {n}" for hop, n in trace.comebacks.most_common(top)))
+    roots = ", ".join(f"{m} {n}" for m, n in trace.roots.most_common(top))
+    print(f"  roots (none of our modules on the stack): {roots}")
 
 
 def main() -> None:
