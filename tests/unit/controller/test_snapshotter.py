@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from tests.doubles.fakekube import FakeKube
-from tests.unit.controller.test_admitter import NOW, create_queues, one_cpu_jobs
+from tests.unit.controller.test_admitter import one_cpu_jobs
 from tests.unit.core.builders import workload
 from tests.unit.jobs.builders import make_job
 from webhook.api.views import BatchJob
 from webhook.controller.reservations import Reservations
 from webhook.controller.snapshotter import Snapshotter
-from webhook.controller.watches import build_cache
 from webhook.jobs import batch_job
 from webhook.kube import resources as r
 
@@ -61,11 +59,7 @@ async def test_a_workload_that_changes_or_finishes_is_a_change_and_a_finished_on
 
 
 async def test_a_new_workload_joins_the_backlog_kept_from_the_last_snapshot() -> None:
-    kube = FakeKube(clock=lambda: NOW)
-    await create_queues(kube, cpu="1")
-    cache = build_cache()
-    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE):
-        cache.replace(resource, kube.objects(resource))
+    kube, cache = await one_cpu_jobs(0)  # the queues, nothing queued
     snapshotter, reservations = Snapshotter(cache), Reservations()
     snapshotter.take(reservations)
     kept = snapshotter.backlog
