@@ -27,11 +27,8 @@ touches a few hundred of them.
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Final
 
@@ -60,135 +57,20 @@ from webhook.core.demand import Demand, DemandCache
 from webhook.core.fairpreemption import find_fair_victims
 from webhook.core.fairsharing import FairSharing, Shares, Tournament, fair_note, status_value
 from webhook.core.preemption import Holder, Preemptor, candidate_order, find_victims
-from webhook.core.quota import QueueQuota, QuotaBook
+from webhook.core.quota import QuotaBook
 from webhook.core.reasons import explain_shortage
 from webhook.core.snapshot import Snapshot
 from webhook.core.usage import usage_nano
+from webhook.core.waitingline import ADMITTED, FAILED, ORDER, PREEMPTING, Entry, Lines, WaitingQueue
 
 _ADVANCE: Final = 0
 _PAUSE: Final = 1  # phase one only: wait for phase two
 _STOP: Final = 2  # StrictFIFO head does not fit: the queue is blocked
 
-_ADMITTED: Final = "admitted"
-_PREEMPTING: Final = "preempting"
-_FAILED: Final = "failed"
-
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 
 
 _BY_KEY = operator.attrgetter("namespace", "name")  # a Workload's key, without a Python call per item
-_ORDER = operator.attrgetter("queue_order")  # a Workload's queue order, likewise
-
-
-@dataclass(slots=True, eq=False)  # compared by identity: found in its queue's list by ``list.index``
-class _Entry:
-    workload: Workload
-    demand: Demand
-    order: tuple[int, float, str, str, str]
-    outcome: str = ""
-    preemption_failed: bool = False
-
-
-class _Lines:
-    """A queue's waiting workloads not taken yet, in queue order: a merge of its lines (one per LocalQueue and
-    shape). A shape left behind (``drop``) is skipped whole, however many workloads it holds."""
-
-    __slots__ = ("_dropped", "_heap", "_only", "_pos")
-
-    def __init__(self, lines: Sequence[tuple[Demand, Sequence[Workload]]]) -> None:
-        # Orders are unique (they end with the namespace and name), so the tuples never compare further.
-        self._heap = [(line[0].queue_order, i, 0, demand, line) for i, (demand, line) in enumerate(lines) if line]
-        self._dropped: set[Demand] = set()
-        # One line (a queue of one LocalQueue and one shape, the common case): read in place, no heap.
-        self._only = self._heap[0] if len(self._heap) == 1 else None
-        self._pos = 0
-        heapq.heapify(self._heap)
-
-    def next(self) -> tuple[Workload, Demand] | None:
-        only = self._only
-        if only is not None:
-            demand, line, pos = only[3], only[4], self._pos
-            if pos >= len(line) or demand in self._dropped:
-                return None
-            self._pos = pos + 1
-            return line[pos], demand
-        heap = self._heap
-        while heap:
-            _, i, pos, demand, line = heap[0]
-            if demand in self._dropped:
-                heapq.heappop(heap)
-                continue
-            if pos + 1 < len(line):
-                heapq.heapreplace(heap, (line[pos + 1].queue_order, i, pos + 1, demand, line))
-            else:
-                heapq.heappop(heap)
-            return line[pos], demand
-        return None
-
-    def drop(self, demand: Demand) -> None:
-        self._dropped.add(demand)
-
-
-@dataclass(slots=True)
-class _Queue:
-    cq: ClusterQueue
-    quota: QueueQuota
-    assigner: FlavorAssigner
-    # The waiting workloads taken so far, in order (``head`` takes the next from ``source``); all of them with
-    # admission fair sharing, which reorders them.
-    entries: list[_Entry] = field(default_factory=list)
-    cursor: int = 0
-    blocked: bool = False
-    failed_shapes: dict[Demand, int] = field(default_factory=dict)
-    lines: list[tuple[Demand, Sequence[Workload]]] = field(default_factory=list)  # every line, for the reasons
-    total: int = 0  # workloads in ``lines``
-    source: _Lines | None = None
-    # Admission fair sharing only: the entries of each LocalQueue in order, and how many of each are behind us.
-    by_local_queue: dict[tuple[str, str], list[_Entry]] | None = None
-    done_in_local_queue: dict[tuple[str, str], int] = field(default_factory=dict)
-
-    def head(self) -> _Entry | None:
-        """The entry at the cursor (taken from the source if need be); None when the queue is exhausted."""
-        if self.cursor < len(self.entries):
-            return self.entries[self.cursor]
-        return self._take()
-
-    def take_all(self) -> None:
-        while self._take() is not None:
-            pass
-
-    def _take(self) -> _Entry | None:
-        source = self.source
-        taken = source.next() if source is not None else None
-        if taken is None:
-            self.source = None
-            return None
-        wl, demand = taken
-        e = _Entry(wl, demand, wl.queue_order)
-        self.entries.append(e)
-        return e
-
-    def in_order(self, *, whole: bool, demand_of: Callable[[Workload], Demand]) -> Iterator[_Entry]:
-        """Every entry in queue order, those never taken (left behind with their shape, or behind a StrictFIFO
-        head that does not fit) as fresh entries with no outcome but the shape's. ``whole``: all of them will be
-        read (one sort of the lines, in C), not only the first few (a lazy merge)."""
-        if self.by_local_queue is not None or (self.source is None and len(self.entries) == self.total):
-            yield from self.entries  # all taken: in their order (admission fair sharing's, if it reordered them)
-            return
-        taken = {id(e.workload): e for e in self.entries}
-        left_behind = self.cq.queueing_strategy != STRICT_FIFO
-        ordered: Iterable[Workload]
-        if whole:
-            ordered = sorted(itertools.chain.from_iterable(line for _, line in self.lines), key=_ORDER)
-        else:
-            ordered = (wl for wl, _ in iter(_Lines(self.lines).next, None))
-        for wl in ordered:
-            e = taken.get(id(wl))
-            if e is None:
-                demand = demand_of(wl)
-                failed = left_behind and demand in self.failed_shapes
-                e = _Entry(wl, demand, wl.queue_order, outcome=_FAILED if failed else "")
-            yield e
 
 
 def schedule(
@@ -249,7 +131,7 @@ class _Pass:
         self.scores: dict[tuple[str, str], float] = {}
         self.holders: dict[str, list[Holder]] = {}  # by queue, in candidate order
         self.pools: dict[str, list[str]] = {}  # queues by the tree they share (root cohort, or a queue alone)
-        self.queues: dict[str, _Queue] = {}
+        self.queues: dict[str, WaitingQueue] = {}
         # No global sort: usage sums are exact integers, holders and entries are sorted by total orders below,
         # and the few workloads that cannot queue are sorted on their own, so the input order never shows.
         workloads = snapshot.workloads
@@ -287,13 +169,13 @@ class _Pass:
             assigner.preemption_possible = (cq.preemption.within_cluster_queue != NEVER and own > 0) or (
                 cq.cohort is not None and cq.preemption.reclaim_within_cohort != NEVER and in_pool > own
             )
-            self.queues[cq.name] = _Queue(cq, quota, assigner)
+            self.queues[cq.name] = WaitingQueue(cq, quota, assigner)
 
     def _enqueue_pending(self, backlog: Backlog) -> None:
         """3. Each queue's lines of pending workloads, or straight to a pending reason (in key order) for those that
         cannot queue."""
         now = self.now
-        resolved: dict[tuple[str, str], _Queue | tuple[str | None, tuple[str, str]]] = {}
+        resolved: dict[tuple[str, str], WaitingQueue | tuple[str | None, tuple[str, str]]] = {}
         unqueued: list[tuple[Workload, str | None, tuple[str, str], str]] = []
         for lq_key, by_shape in backlog.local_queues():
             target = resolved[lq_key] = self._resolve(lq_key)
@@ -317,12 +199,12 @@ class _Pass:
                 continue
             due.setdefault((target.cq.name, self.demands.of(wl)), []).append(wl)
         for (due_in, demand), line in due.items():  # the lines' order shows nowhere: orders are unique
-            line.sort(key=_ORDER)
+            line.sort(key=ORDER)
             q = self.queues[due_in]
             q.lines.append((demand, line))
             q.total += len(line)
         for q in self.queues.values():
-            q.source = _Lines(q.lines) if q.lines else None
+            q.source = Lines(q.lines) if q.lines else None
         unqueued.sort(key=lambda u: u[0].key)
         for wl, cq_name, (reason, message), retry_on in unqueued:
             self._pend(wl, cq_name, reason, message, retry_on)
@@ -372,7 +254,7 @@ class _Pass:
             )
         return None
 
-    def _resolve(self, lq_key: tuple[str, str]) -> _Queue | tuple[str | None, tuple[str, str]]:
+    def _resolve(self, lq_key: tuple[str, str]) -> WaitingQueue | tuple[str | None, tuple[str, str]]:
         namespace, queue_name = lq_key
         lq = self.local_queues.get(lq_key)
         if lq is None:
@@ -436,7 +318,7 @@ class _Pass:
                     q.blocked = q.blocked or step == _STOP
                     tournament.offer(name, None)
 
-    def _offer(self, tournament: Tournament, q: _Queue) -> None:
+    def _offer(self, tournament: Tournament, q: WaitingQueue) -> None:
         if not self._skip_known_failures(q):
             tournament.offer(q.cq.name, None)
             return
@@ -448,7 +330,7 @@ class _Pass:
         active = [q for q in self.queues.values() if not q.blocked and q.head() is not None]
         while active:
             # 1. Nominate each queue's head (skipping heads whose shape already failed in this queue).
-            heads: list[tuple[tuple[int, tuple[int, float, str, str, str]], _Queue, _Entry, Assignment, int]] = []
+            heads: list[tuple[tuple[int, tuple[int, float, str, str, str]], WaitingQueue, Entry, Assignment, int]] = []
             for q in active:
                 if not self._skip_known_failures(q):
                     continue
@@ -470,7 +352,7 @@ class _Pass:
                 elif step == _STOP:
                     q.blocked = True
 
-    def _skip_known_failures(self, q: _Queue) -> bool:
+    def _skip_known_failures(self, q: WaitingQueue) -> bool:
         """Fail heads whose shape already failed here; False when the queue is exhausted or blocked."""
         while True:
             if q.by_local_queue is not None:
@@ -480,13 +362,13 @@ class _Pass:
                 return False
             if e.demand not in q.failed_shapes:
                 return True
-            e.outcome = _FAILED
+            e.outcome = FAILED
             if q.cq.queueing_strategy == STRICT_FIFO:
                 q.blocked = True
                 return False
             q.cursor += 1
 
-    def _process(self, q: _Queue, e: _Entry, a: Assignment, *, phase: int) -> int:
+    def _process(self, q: WaitingQueue, e: Entry, a: Assignment, *, phase: int) -> int:
         # 1. Fits whole.
         if a.mode == FIT:
             if phase == 1 and a.borrowing:
@@ -509,7 +391,7 @@ class _Pass:
             return _ADVANCE
         # 4. Does not fit: remember the shape, then block (StrictFIFO) or move on (BestEffortFIFO), leaving the
         # rest of that shape behind.
-        e.outcome = _FAILED
+        e.outcome = FAILED
         q.failed_shapes[e.demand] = a.mode
         if q.cq.queueing_strategy == STRICT_FIFO:
             return _STOP
@@ -517,7 +399,7 @@ class _Pass:
             q.source.drop(e.demand)
         return _ADVANCE
 
-    def _partial(self, q: _Queue, e: _Entry) -> Assignment | None:
+    def _partial(self, q: WaitingQueue, e: Entry) -> Assignment | None:
         index = e.demand.partial_index
         if index is None:
             return None
@@ -535,12 +417,12 @@ class _Pass:
                 hi = mid - 1
         return best
 
-    def _next_by_usage(self, q: _Queue) -> None:
+    def _next_by_usage(self, q: WaitingQueue) -> None:
         """Admission fair sharing: bring the head of the LocalQueue with the lowest usage now (penalties of this
         pass included) to the cursor. Each LocalQueue's entries keep their order, so its head is its first entry
         not yet behind the cursor; the rest of the list keeps the order of the start of the pass."""
         assert q.by_local_queue is not None
-        best: _Entry | None = None
+        best: Entry | None = None
         for key, listed in q.by_local_queue.items():
             done = q.done_in_local_queue.get(key, 0)
             while done < len(listed) and listed[done].outcome:
@@ -551,7 +433,7 @@ class _Pass:
         if best is not None and q.entries[q.cursor] is not best:
             q.entries.insert(q.cursor, q.entries.pop(q.entries.index(best, q.cursor)))
 
-    def _entry_key(self, e: _Entry) -> tuple[float, tuple[int, float, str, str, str]]:
+    def _entry_key(self, e: Entry) -> tuple[float, tuple[int, float, str, str, str]]:
         return self.scores.get((e.workload.namespace, e.workload.queue_name), 0.0), e.order
 
     def _add_penalty(self, lq_key: tuple[str, str], usage: dict[tuple[str, str], int]) -> None:
@@ -562,7 +444,7 @@ class _Pass:
         for resource, amount in entry_penalty(requests, self.afs).items():
             total[resource] = total.get(resource, 0.0) + amount
 
-    def _admit(self, q: _Queue, e: _Entry, a: Assignment) -> None:
+    def _admit(self, q: WaitingQueue, e: Entry, a: Assignment) -> None:
         lq_key = (e.workload.namespace, e.workload.queue_name)
         if lq_key in self.scores:  # admission fair sharing: the LocalQueue's usage grows at once, in this pass too
             self._add_penalty(lq_key, a.usage)
@@ -570,7 +452,7 @@ class _Pass:
             self.scores[lq_key] = score(lq.consumed, lq.weight, self.afs, self.penalties[lq_key])
         q.quota.add(a.usage)
         self.future.queues[q.cq.name].add(a.usage)
-        e.outcome = _ADMITTED
+        e.outcome = ADMITTED
         wl = e.workload
         pod_sets = []
         for pod_set, count, flavors in zip(wl.pod_sets, a.counts, a.flavors, strict=True):
@@ -581,7 +463,7 @@ class _Pass:
         partial = a.counts != e.demand.full_counts()
         self.admitted.append(AdmissionDecision(wl.key, wl.uid, q.cq.name, tuple(pod_sets), a.borrowing, partial))
 
-    def _preempt(self, q: _Queue, e: _Entry, a: Assignment) -> bool:
+    def _preempt(self, q: WaitingQueue, e: Entry, a: Assignment) -> bool:
         wl = e.workload
         preemptor = Preemptor(q.cq, wl.priority, wl.created, a.usage, a.short)
         pool = self.pools[self.book.tree_of(q.cq.name)]
@@ -605,7 +487,7 @@ class _Pass:
         future[q.cq.name].add(a.usage)
         for h, _ in victims:
             future[h.cluster_queue].add(h.usage, -1)
-        e.outcome = _PREEMPTING
+        e.outcome = PREEMPTING
         self.taken.update((h.key, h) for h, _ in victims)
         self.preemptions.append(
             PreemptionDecision(
@@ -632,7 +514,7 @@ class _Pass:
             RETRY_ON_PREEMPTED,
         )
         for q in self.queues.values():
-            length = q.total - sum(1 for e in q.entries if e.outcome == _ADMITTED)
+            length = q.total - sum(1 for e in q.entries if e.outcome == ADMITTED)
             if not length:
                 continue
             strict = q.cq.queueing_strategy == STRICT_FIFO
@@ -642,14 +524,14 @@ class _Pass:
             position = 0
             whole = positions is None or positions >= length
             for e in q.in_order(whole=whole, demand_of=self.demands.of):
-                if e.outcome == _ADMITTED:
+                if e.outcome == ADMITTED:
                     continue
                 position += 1
                 if position > last:
                     break
-                if e.outcome == _PREEMPTING:
+                if e.outcome == PREEMPTING:
                     reason, text, retry = preempting
-                elif e.outcome == _FAILED:
+                elif e.outcome == FAILED:
                     key = (e.demand, e.preemption_failed)
                     explained = memo.get(key)
                     if explained is None:
@@ -662,7 +544,7 @@ class _Pass:
                 wl = e.workload
                 append(PendingDecision(wl.key, wl.uid, cq_name, reason, text, position, length, retry))
 
-    def _shortage(self, q: _Queue, e: _Entry) -> tuple[str, str, str]:
+    def _shortage(self, q: WaitingQueue, e: Entry) -> tuple[str, str, str]:
         """(reason, message, retry_on) of a head that did not fit, against the final usage of the pass."""
         explained = q.assigner.assign(e.demand, e.demand.full_counts(), explain=True)
         reason, text, retry = explain_shortage(explained, q.cq, preemption_failed=e.preemption_failed)
