@@ -23,7 +23,8 @@ finished), time to admission per class (mean, p50, p99: from the watch's first s
 sighting of the admission it finished under, as Kueue's recorder measures), admissions/s, Workload writes per
 Workload as the API server counts them (``apiserver_request_total``; the driver's own creates and finishes
 included, and shown apart), Event writes, CPU seconds and peak RSS of the controller (its whole process tree) and
-of kube-apiserver (from /proc), and quota violations. With ``--rounds N`` each system runs N times, alternating;
+of kube-apiserver (from /proc), quota violations, and the phases (the last create seen, each class's last finish,
+the small class's admissions/s once the medium class is done). With ``--rounds N`` each system runs N times, alternating;
 medians are printed, and the ratios Turnstile / Kueue.
 
 Usage: ``.venv/bin/python -m bench.baseline [--scale 0.2] [--against kueue] [--rounds 2]`` (``make bench-baseline``).
@@ -335,6 +336,7 @@ class Result:
     finished: int
     idle_with_pending: float
     restarts: int  # Turnstile's reconciler process started again (a lost Lease, a crash)
+    phases: dict[str, float]  # when the stream and each class were done, and the last class's drain
 
 
 class Run:
@@ -822,7 +824,28 @@ def run_once(
         finished=run.finished,
         idle_with_pending=run.idle_with_pending,
         restarts=max(0, starts - 1),
+        phases=phases(run),
     )
+
+
+def phases(run: Run) -> dict[str, float]:
+    """Where the wall time went, from the driver's sightings (seconds from the first create): the last create seen
+    (the generators' own schedule ends at 60 s; a busy API server stretches it), each class's last finish (by
+    priority, the large ones go first, then the medium), and the rate at which the lowest class was admitted once
+    the class above it was done (its drain, to the end)."""
+    tracked, start = list(run.tracked.values()), run.started
+    out = {"phase: last create seen (s)": max((t.first_seen for t in tracked), default=start) - start}
+    done: dict[str, float] = {}
+    for cls in reversed(CLASSES):
+        ends = [t.finished_at for t in tracked if t.cls == cls and t.finished_at]
+        done[cls.name] = max(ends, default=start)
+        out[f"phase: last {cls.name} finished (s)"] = done[cls.name] - start
+    lowest, above = CLASSES[0], CLASSES[1]
+    after = done[above.name]
+    drained = sum(1 for t in tracked if t.cls == lowest and t.admitted_at >= after)
+    span = (run.ended or time.monotonic()) - after
+    out[f"phase: {lowest.name} admitted/s after the last {above.name}"] = drained / span if span > 0 else 0.0
+    return out
 
 
 def _metrics(cluster: LocalCluster) -> str:
@@ -856,6 +879,7 @@ def rows(result: Result) -> Iterator[tuple[str, float]]:
     yield "max cohort usage (CPU, limit 120)", float(result.max_cohort_usage)
     yield "idle with work pending: nothing holds quota (s)", result.idle_with_pending
     yield "controller restarts (lost Lease, crash)", float(result.restarts)
+    yield from result.phases.items()
     yield "quota violations", float(result.violations)
     yield "finished", float(result.finished)
 
