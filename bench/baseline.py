@@ -24,8 +24,8 @@ sighting of the admission it finished under, as Kueue's recorder measures), admi
 Workload as the API server counts them (``apiserver_request_total``; the driver's own creates and finishes
 included, and shown apart), Event writes, CPU seconds and peak RSS of the controller (its whole process tree) and
 of kube-apiserver (from /proc), quota violations, and the phases (the last create seen, each class's last finish,
-the small class's admissions/s once the medium class is done). With ``--rounds N`` each system runs N times, alternating;
-medians are printed, and the ratios Turnstile / Kueue.
+the small class's admissions/s once the medium class is done). With ``--rounds N`` each system runs N times,
+alternating; medians are printed, and the ratios Turnstile / Kueue.
 
 Usage: ``.venv/bin/python -m bench.baseline [--scale 0.2] [--against kueue] [--rounds 2]`` (``make bench-baseline``).
 """
