@@ -265,7 +265,9 @@ async def test_status_subresource_is_separate_from_the_main_endpoint(side: Side)
 async def test_a_status_replace_needs_only_the_objects_identity_and_its_status(side: Side) -> None:
     """What our status writes send: the Workload's identity (name, namespace, uid, resourceVersion) and its new
     status. The stored spec, labels, annotations and owner stay as they were; a stale resourceVersion conflicts."""
-    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "0b4c2a57-5d27-4e43-9d1c-6c1b2f0e4a11"}
+    # A real owner: with a made-up one, the API server's garbage collector may delete the Workload before the write.
+    owned_by = await side.kube.create(CONFIG_MAP, config_map("owner"), namespace=side.ns)
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owned_by["metadata"]["uid"]}
     created = await side.kube.create(
         WORKLOAD,
         workload(labels={"team": "a"}, annotations={"note": "kept"}, ownerReferences=[owner]),
