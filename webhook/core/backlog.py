@@ -38,24 +38,14 @@ class Backlog:
     def of(cls, workloads: Iterable[Workload], demands: DemandCache | None = None) -> Backlog:
         """The backlog of these workloads (any mix: only the pending ones are kept)."""
         backlog = cls(demands)
-        lines, timed, demand_of = backlog._lines, backlog._timed, backlog.demands.of
         for wl in workloads:
             if not wl.pending:
                 continue
             if wl.requeue_at is not None:
-                timed[wl.key] = wl
-                continue
-            lq_key = (wl.namespace, wl.queue_name)
-            by_shape = lines.get(lq_key)
-            if by_shape is None:
-                by_shape = lines[lq_key] = {}
-            demand = demand_of(wl)
-            line = by_shape.get(demand)
-            if line is None:
-                by_shape[demand] = [wl]
+                backlog._timed[wl.key] = wl
             else:
-                line.append(wl)
-        for by_shape in lines.values():
+                backlog._line_of(wl)[2].append(wl)
+        for by_shape in backlog._lines.values():
             for line in by_shape.values():
                 line.sort(key=_ORDER)
         backlog._where = None
@@ -94,11 +84,15 @@ class Backlog:
         if wl.requeue_at is not None:
             self._timed[key] = wl
             return
-        lq_key = (wl.namespace, wl.queue_name)
-        demand = self.demands.of(wl)
-        line = self._lines.setdefault(lq_key, {}).setdefault(demand, [])
+        lq_key, demand, line = self._line_of(wl)
         bisect.insort(line, wl, key=_ORDER)
         where[key] = (lq_key, demand, wl)
+
+    def _line_of(self, wl: Workload) -> tuple[Key, Demand, list[Workload]]:
+        """The line ``wl`` belongs in (its LocalQueue's, of its shape), made if there is none."""
+        lq_key = (wl.namespace, wl.queue_name)
+        demand = self.demands.of(wl)
+        return lq_key, demand, self._lines.setdefault(lq_key, {}).setdefault(demand, [])
 
     def _index(self) -> dict[Key, tuple[Key, Demand, Workload]]:
         self._where = {
