@@ -89,7 +89,6 @@ class Admitter:
         self._metrics = metrics
         self._gate = asyncio.Semaphore(write_concurrency)
         self._snapshots = Snapshotter(cache)
-        self._positions = pending_positions
         self._reasons = PendingReasons(
             kube,
             cache,
@@ -102,6 +101,7 @@ class Admitter:
             positions=pending_positions,
             refresh=pending_refresh,
             settle=pending_settle,
+            deferred=deferred,
         )
         # Fair sharing's shares move with every admission: with it, every pass schedules.
         self._gated = not (fair_sharing is not None and fair_sharing.enabled) and not (
@@ -164,12 +164,7 @@ class Admitter:
         snapshot = self.snapshot()
         if not self.needs_scheduling(now) and self._last_result is not None:
             # Nothing schedulable changed: the last decision stands. Only its pending reasons may still be owed.
-            reasons = self._reasons
-            if reasons.owed and not self._deferred:
-                reasons.owed = False
-                await _gather(reasons.writes(self._last_result.pending, now, self.backlog))
-            elif reasons.owed and not reasons.writing:
-                reasons.start(self._last_result.pending, now, self.backlog)
+            await self._reasons.catch_up(self._last_result.pending, now, self.backlog)
             return snapshot, self._last_result
         snapshots = self._snapshots
         snapshots.dirty = False
@@ -183,7 +178,7 @@ class Admitter:
             admission_fair_sharing=self._admission_fair_sharing,
             demands=snapshots.demands,
             backlog=snapshots.backlog,
-            positions=self._positions,
+            positions=self._reasons.positions,
         )
         if self._min_spacing:
             # The next pass schedules no sooner than this one took (at least ``min_spacing``): under a stream of
@@ -214,12 +209,7 @@ class Admitter:
             self.reservations.assume(decision.workload, admission, base_version=version(record))
             snapshots.assumed(decision.workload, admission)
             writes.append(self._admit(record, decision, admission, now))
-        if not self._deferred:
-            writes += self._reasons.writes(result.pending, now, snapshots.backlog)
-        elif not self._reasons.writing:
-            self._reasons.start(result.pending, now, snapshots.backlog)
-        else:
-            self._reasons.owed = True  # the previous reasons are still being written: these are owed
+        writes += self._reasons.decided(result.pending, now, snapshots.backlog)
         if writes:
             await asyncio.gather(*writes)
         return snapshot, result
@@ -347,10 +337,6 @@ class Admitter:
         except errors.KubeError:
             return
         self._cache.observe(WORKLOAD, fresh)
-
-
-async def _gather(writes: list[Awaitable[None]]) -> None:
-    await asyncio.gather(*writes)
 
 
 def _created(workload: ObjectView) -> datetime.datetime:

@@ -47,14 +47,18 @@ class PendingReasons:
         positions: int,
         refresh: datetime.timedelta,
         settle: datetime.timedelta,
+        deferred: bool = False,
     ) -> None:
+        """``deferred``: written in the background (a pass, and the next admission, never wait for them); a
+        decision whose reasons come while the previous ones are still being written leaves them owed."""
+        self._deferred = deferred
         self._kube = kube
         self._cache = cache
         self._reservations = reservations
         self._event = event
         self._gate = gate
         self._budget = budget
-        self._positions = positions
+        self.positions = positions  # the front of each queue that is explained (the scheduler explains no further)
         self._refresh = refresh
         self._settle = settle
         self._written: dict[Key, datetime.datetime] = {}  # when this process last wrote a reason
@@ -83,8 +87,33 @@ class PendingReasons:
         """The reason being written for ``key`` now, if any: (the version it was built on, the version written)."""
         return self._landing.get(key)
 
-    def start(self, pending: tuple[PendingDecision, ...], now: datetime.datetime, backlog: Container[Key]) -> None:
-        """Write the reasons in the background (a pass, and the next admission, never wait for them)."""
+    def decided(
+        self, pending: tuple[PendingDecision, ...], now: datetime.datetime, backlog: Container[Key]
+    ) -> list[Awaitable[None]]:
+        """A pass decided: the writes of its reasons, for the pass to await with its admissions (none when deferred:
+        started in the background, or owed while the previous ones are being written)."""
+        if not self._deferred:
+            return self.writes(pending, now, backlog)
+        if self.writing:
+            self.owed = True
+        else:
+            self._start(pending, now, backlog)
+        return []
+
+    async def catch_up(
+        self, pending: tuple[PendingDecision, ...], now: datetime.datetime, backlog: Container[Key]
+    ) -> None:
+        """A pass that decided nothing new: the reasons of the last decision still owed (a budget reached, a
+        refresh or a settle not over), written now, or started if deferred and nothing is being written."""
+        if not self.owed:
+            return
+        if not self._deferred:
+            self.owed = False
+            await _gather(self.writes(pending, now, backlog))
+        elif not self.writing:
+            self._start(pending, now, backlog)
+
+    def _start(self, pending: tuple[PendingDecision, ...], now: datetime.datetime, backlog: Container[Key]) -> None:
         self.owed = False
         writes = self.writes(pending, now, backlog)
         if writes:
@@ -107,7 +136,7 @@ class PendingReasons:
         # limit, as when every position was explained).
         waiting = {p.workload for p in pending}
         self._written = {k: t for k, t in self._written.items() if k in waiting or k in backlog}
-        in_front = [p for p in pending if p.position is None or p.position <= self._positions]
+        in_front = [p for p in pending if p.position is None or p.position <= self.positions]
         since = self._since
         self._since = {k: t for k in (p.workload for p in in_front) if (t := since.get(k)) is not None}
         self._due = None

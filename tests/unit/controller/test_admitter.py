@@ -449,6 +449,31 @@ async def test_an_admission_decided_while_its_own_reason_is_in_flight_builds_on_
     assert kube.conflicts == 0  # built on the reason's version: no conflict with our own write
 
 
+async def test_deferred_reasons_decided_while_others_are_being_written_are_owed_then_written() -> None:
+    queue = Queue(cpu="1")
+    kube = queue.kube = AnsweredLate(clock=lambda: NOW)
+    queue.admitter = Admitter(kube, queue.cache, events=EventRecorder(kube), deferred=True)
+    await queue.start()
+    first = await queue.submit("first", pods=2)  # never fits in 1 CPU
+    await queue.run_pass()
+    await asyncio.wait_for(kube.applied.wait(), 5)  # its reason is being written, the answer held back
+
+    second = await queue.submit("second", pods=2)
+    await queue.run_pass(NOW + timedelta(seconds=1))  # a new Workload: scheduled again, its reason decided
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert queue.condition(second, "QuotaReserved") is None  # owed: not written beside the ones in flight
+
+    kube.answer.set()
+    await queue.admitter.drain()
+    await queue.run_pass(NOW + timedelta(seconds=2))  # nothing changed: the owed reasons are caught up
+    await queue.admitter.drain()
+    for key in (first, second):
+        reserved = queue.condition(key, "QuotaReserved")
+        assert reserved is not None
+        assert reserved["status"] == "False"
+
+
 def _backlog_in_step(admitter: Admitter, snapshot: Snapshot) -> None:
     """The backlog kept from pass to pass holds exactly the snapshot's pending Workloads, as the same objects."""
     kept = {wl.key: wl for wl in admitter.backlog.workloads()}
