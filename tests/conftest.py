@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.kubeapi import api
 from tests.sessioncluster import started_cluster
 from webhook.local.cluster import LocalCluster
 
@@ -28,6 +29,6 @@ def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator
     """A fresh namespace per test, named after it, deleted afterwards (without waiting)."""
     name = "t-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"{name}-{os.urandom(2).hex()}"
-    cluster.kubectl("create", "namespace", name)
+    api(cluster).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    api(cluster).delete("namespace", name)

@@ -1,4 +1,5 @@
-"""Builders and small helpers for end-to-end tests: objects as dicts, kubectl as the user's tool."""
+"""Builders and small helpers for end-to-end tests: objects as dicts; Jobs created with kubectl, the user's tool;
+reads, polls, applies and patches through tests.kubeapi (the same requests without a kubectl process each)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.kubeapi import api
 from webhook.jobs.naming import job_workload_name
 from webhook.local.cluster import LocalCluster
 
@@ -116,8 +118,9 @@ def job(
 
 
 def apply(cluster: LocalCluster, *objects: JSON) -> None:
+    """``kubectl apply --server-side`` of each object, in order."""
     for obj in objects:
-        cluster.kubectl("apply", "--server-side", "-f", "-", input=json.dumps(obj))
+        api(cluster).apply(obj)
 
 
 def create(cluster: LocalCluster, obj: JSON, *extra: str) -> JSON:
@@ -126,13 +129,12 @@ def create(cluster: LocalCluster, obj: JSON, *extra: str) -> JSON:
 
 
 def get(cluster: LocalCluster, kind: str, name: str, namespace: str | None = None) -> JSON:
-    args = ["get", kind, name, "-o", "json"] + (["-n", namespace] if namespace else [])
-    return dict(json.loads(cluster.kubectl(*args).stdout))
+    return api(cluster).get(kind, name, namespace)
 
 
 def items(cluster: LocalCluster, kind: str, namespace: str | None = None) -> list[JSON]:
-    args = ["get", kind, "-o", "json"] + (["-n", namespace] if namespace else ["-A"])
-    return list(json.loads(cluster.kubectl(*args).stdout)["items"])
+    """The objects of a kind in the namespace (in every namespace without one)."""
+    return api(cluster).list(kind, namespace)
 
 
 def eventually(check: Callable[[], Any], *, timeout: float = 30.0, what: str = "condition") -> Any:
@@ -159,42 +161,32 @@ def is_true(obj: JSON, kind: str) -> bool:
     return c is not None and c.get("status") == "True"
 
 
+def job_pods(cluster: LocalCluster, namespace: str, job_name: str) -> list[JSON]:
+    """The pods of a Job (by the ``job-name`` label its controller sets)."""
+    return api(cluster).list("pods", namespace, selector=f"job-name={job_name}")
+
+
 def finish_job_pods(cluster: LocalCluster, namespace: str, job_name: str) -> int:
     """Marks every pod of the Job Succeeded, as a kubelet would; the Job controller then completes the Job."""
-    pods = json.loads(
-        cluster.kubectl("get", "pods", "-n", namespace, "-l", f"job-name={job_name}", "-o", "json").stdout
-    )["items"]
+    pods = job_pods(cluster, namespace, job_name)
+    done = {"status": {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}}
     for pod in pods:
-        patch = {"status": {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}}
-        cluster.kubectl(
-            "patch",
-            "pod",
-            pod["metadata"]["name"],
-            "-n",
-            namespace,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            json.dumps(patch),
-        )
+        api(cluster).merge_patch("pod", pod["metadata"]["name"], done, namespace, subresource="status")
     return len(pods)
 
 
 def patch(cluster: LocalCluster, kind: str, name: str, change: JSON, namespace: str | None = None) -> None:
     """A merge patch, as ``kubectl patch --type=merge`` sends it."""
-    args = ["patch", kind, name, "--type=merge", "-p", json.dumps(change)] + (["-n", namespace] if namespace else [])
-    cluster.kubectl(*args)
+    api(cluster).merge_patch(kind, name, change, namespace)
 
 
 def maybe_get(cluster: LocalCluster, kind: str, name: str, namespace: str | None = None) -> JSON | None:
-    args = ["get", kind, name, "-o", "json"] + (["-n", namespace] if namespace else [])
-    done = cluster.kubectl(*args, check=False)
-    return dict(json.loads(done.stdout)) if done.returncode == 0 else None
+    """The object, or None while it does not exist."""
+    return api(cluster).maybe_get(kind, name, namespace)
 
 
 def events_about(cluster: LocalCluster, namespace: str, name: str) -> list[JSON]:
-    found = json.loads(cluster.kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
-    return [e for e in found if e["involvedObject"].get("name") == name]
+    return [e for e in api(cluster).list("events", namespace) if e["involvedObject"].get("name") == name]
 
 
 WORKLOAD = "workloads.kueue.x-k8s.io"

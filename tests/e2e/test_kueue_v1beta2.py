@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.kube import eventually, finish_job_pods, get, is_true
+from tests.e2e.kube import eventually, finish_job_pods, get, is_true, maybe_get
 from webhook.jobs.naming import job_workload_name
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
@@ -57,7 +57,7 @@ def test_kueue_quick_start_runs_end_to_end(cluster: LocalCluster, turnstile: Loc
         workload_name = job_workload_name("default", job_name)  # generateName: no name to stamp at admission
         wl = eventually(
             lambda: (
-                (w := get(cluster, "workloads.v1beta2.kueue.x-k8s.io", workload_name, "default"))
+                (w := maybe_get(cluster, "workloads.v1beta2.kueue.x-k8s.io", workload_name, "default"))
                 and is_true(w, "Admitted")
                 and w
             ),

@@ -8,7 +8,6 @@ runs with waitForPodsReady (timeout ``READY_TIMEOUT``); pods on these nodes are 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,10 +27,12 @@ from tests.e2e.kube import (
     get,
     is_true,
     job,
+    job_pods,
     local_queue,
     priority_class,
     workload_of,
 )
+from tests.kubeapi import api
 from webhook.local.cluster import LocalCluster
 from webhook.local.nodes import RUN_TIME_ANNOTATION
 from webhook.local.turnstile import LocalTurnstile
@@ -107,9 +108,9 @@ def placing_turnstile(nodes_cluster: LocalCluster, tmp_path_factory: pytest.Temp
 def ns(nodes_cluster: LocalCluster, placing_turnstile: None, request: pytest.FixtureRequest) -> Iterator[str]:
     name = "p-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"{name}-{os.urandom(2).hex()}"
-    nodes_cluster.kubectl("create", "namespace", name)
+    api(nodes_cluster).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
-    nodes_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    api(nodes_cluster).delete("namespace", name)
 
 
 def running_job(namespace: str, name: str, *, queue: str, pods: int, run_time: str | None = None, **kw: Any) -> JSON:
@@ -120,18 +121,12 @@ def running_job(namespace: str, name: str, *, queue: str, pods: int, run_time: s
     return body
 
 
-def pods_of(cluster: LocalCluster, namespace: str, job_name: str) -> list[JSON]:
-    done = cluster.kubectl("get", "pods", "-n", namespace, "-l", f"job-name={job_name}", "-o", "json")
-    return list(json.loads(done.stdout)["items"])
-
-
 def nodes_labelled(cluster: LocalCluster, selector: str) -> set[str]:
-    done = cluster.kubectl("get", "nodes", "-l", selector, "-o", "name")
-    return {line.removeprefix("node/") for line in done.stdout.split()}
+    return {node["metadata"]["name"] for node in api(cluster).list("nodes", selector=selector)}
 
 
 def all_running(cluster: LocalCluster, namespace: str, job_name: str, count: int) -> list[JSON] | None:
-    pods = pods_of(cluster, namespace, job_name)
+    pods = job_pods(cluster, namespace, job_name)
     live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
     if len(live) == count and all(p["status"].get("phase") == "Running" and is_true(p, "Ready") for p in live):
         return live
@@ -170,7 +165,7 @@ def test_pods_run_on_the_nodes_of_their_flavor_only_and_succeed_after_their_run_
     # 3. After their run time the pods succeed, the Jobs complete and their Workloads finish.
     for name in ("second", "first"):
         eventually(lambda n=name: is_true(get(nodes_cluster, "job", n, ns), "Complete"), timeout=60, what=f"{name}")
-        pods = pods_of(nodes_cluster, ns, name)
+        pods = job_pods(nodes_cluster, ns, name)
         assert [p["status"]["phase"] for p in pods] == ["Succeeded"] * 4
         wl = eventually(lambda n=name: (w := workload_of(nodes_cluster, ns, n)) and is_true(w, "Finished") and w)
         assert is_true(wl, "PodsReady"), wl["status"]["conditions"]
@@ -230,7 +225,7 @@ def test_a_preempted_jobs_pods_are_removed_and_the_preemptor_runs_in_their_place
     assert {p["spec"]["nodeName"] for p in low} == {node}  # the one node of 4 CPU is full
 
     create(nodes_cluster, running_job(ns, "high", queue="lq", pods=2, priority_class=f"high-{ns}"))
-    eventually(lambda: pods_of(nodes_cluster, ns, "low") == [], timeout=45, what="low's pods to be removed")
+    eventually(lambda: job_pods(nodes_cluster, ns, "low") == [], timeout=45, what="low's pods to be removed")
     high = eventually(lambda: all_running(nodes_cluster, ns, "high", 2), timeout=45, what="high's pods to run")
     assert {p["spec"]["nodeName"] for p in high} == {node}
     low_wl = workload_of(nodes_cluster, ns, "low")
@@ -253,7 +248,7 @@ def test_pods_that_cannot_all_be_scheduled_are_evicted_on_timeout_and_requeued(
     create(nodes_cluster, running_job(ns, "big", queue="lq", pods=4))
 
     def split() -> list[JSON] | None:
-        pods = [p for p in pods_of(nodes_cluster, ns, "big") if not p["metadata"].get("deletionTimestamp")]
+        pods = [p for p in job_pods(nodes_cluster, ns, "big") if not p["metadata"].get("deletionTimestamp")]
         phases = sorted(p["status"].get("phase", "") for p in pods)
         return pods if phases == ["Pending", "Pending", "Running", "Running"] else None
 
@@ -271,7 +266,7 @@ def test_pods_that_cannot_all_be_scheduled_are_evicted_on_timeout_and_requeued(
         what="the eviction for PodsReadyTimeout",
     )
     assert (condition(evicted, "Evicted") or {}).get("reason") == "PodsReadyTimeout"
-    eventually(lambda: pods_of(nodes_cluster, ns, "big") == [], timeout=30, what="the pods to be removed")
+    eventually(lambda: job_pods(nodes_cluster, ns, "big") == [], timeout=30, what="the pods to be removed")
 
     # 2. After the backoff (1 s) it is requeued and admitted again, with the requeue counted.
     again = eventually(

@@ -7,7 +7,6 @@ after the namespace), drives the cluster with kubectl and reads the answers from
 from __future__ import annotations
 
 import datetime
-import json
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from tests.e2e.kube import (
     get,
     is_true,
     job,
+    job_pods,
     local_queue,
     priority_class,
     started,
@@ -44,11 +44,6 @@ pytestmark = pytest.mark.integration
 
 GPU = "nvidia.com/gpu"
 ONE_GPU = {"cpu": "100m", GPU: "1"}
-
-
-def _pods(cluster: LocalCluster, namespace: str, job_name: str) -> list[JSON]:
-    done = cluster.kubectl("get", "pods", "-n", namespace, "-l", f"job-name={job_name}", "-o", "json")
-    return list(json.loads(done.stdout)["items"])
 
 
 def _admitted(cluster: LocalCluster, namespace: str, job_name: str) -> JSON:
@@ -91,7 +86,7 @@ def test_all_or_nothing_waits_for_the_whole_gang(
     message = str((condition(wl, "QuotaReserved") or {}).get("message"))
     assert f"{GPU} in flavor {gpus} needs 4, 3 free" in message
     assert get(cluster, "job", "train", namespace)["spec"]["suspend"] is True
-    assert _pods(cluster, namespace, "train") == []
+    assert job_pods(cluster, namespace, "train") == []
 
     # 2. The user finds the reason on the Job too: its events and `kubectl describe`.
     eventually(
@@ -140,7 +135,7 @@ def test_all_or_nothing_waits_for_the_whole_gang(
     running = started(cluster, namespace, "train")
     assert running["spec"]["template"]["spec"]["nodeSelector"] == {"accelerator": "a100"}
     assert running["spec"]["parallelism"] == 4
-    eventually(lambda: len(_pods(cluster, namespace, "train")) == 4, what="four pods of the gang")
+    eventually(lambda: len(job_pods(cluster, namespace, "train")) == 4, what="four pods of the gang")
     eventually(
         lambda: _status(cluster, "clusterqueue", cq).get("pendingWorkloads") == 0,
         what="nothing pending in the ClusterQueue",

@@ -70,10 +70,18 @@ class LocalClient:
             conn.close()
         self._local = threading.local()
 
-    def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> JSON:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+    ) -> JSON:
         """One call; a dropped keep-alive connection is retried once on a fresh one. Non-2xx raises ApiError."""
         payload = None if body is None else orjson.dumps(body)
-        headers = {"Accept": "application/json"} | ({"Content-Type": content_type} if payload is not None else {})
+        headers = {"Accept": accept} | ({"Content-Type": content_type} if payload is not None else {})
         for attempt in (1, 2):
             conn = self._connection()
             try:
