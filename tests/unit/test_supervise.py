@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from webhook.local import supervise
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,8 +51,32 @@ def test_sigterm_reaches_a_running_command(tmp_path: Path) -> None:
         text=True,
     )
     assert supervisor.stdout is not None
-    with supervisor.stdout:
-        assert supervisor.stdout.readline().strip() == "up"
-        supervisor.send_signal(signal.SIGTERM)
-        assert supervisor.wait(timeout=20) == 0
+    try:
+        with supervisor.stdout:
+            assert supervisor.stdout.readline().strip() == "up"
+            supervisor.send_signal(signal.SIGTERM)
+            assert supervisor.wait(timeout=20) == 0
+    finally:
+        supervisor.kill()  # never left running (nor its command, which dies with it) for a later test to find
+        supervisor.wait()
     assert marker.read_text() == "ok"
+
+
+def test_a_sigterm_while_the_command_starts_still_reaches_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under load the signal can be handled after the command was started but before the supervisor holds it
+    # (seen in CI: the command slept on and the supervisor waited for it). Here the signal comes exactly then.
+    real_popen = subprocess.Popen
+
+    def popen_then_sigterm(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started = real_popen(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled here, before the supervisor has the child
+        return started
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    monkeypatch.setattr(supervise.subprocess, "Popen", popen_then_sigterm)
+    try:
+        code = supervise.supervise([sys.executable, "-c", "import time; time.sleep(5)"])
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert code == -signal.SIGTERM  # stopped by the signal, not by the end of its sleep

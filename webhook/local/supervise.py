@@ -43,6 +43,8 @@ def supervise(command: Sequence[str], *, backoff: tuple[float, float] = (BACKOFF
         started = time.monotonic()
         # preexec_fn is safe here: the supervisor has no other threads, and it only calls prctl.
         child = subprocess.Popen(command, preexec_fn=_die_with_supervisor)
+        if stopping.is_set():  # the signal came while it started, before ``child`` named it: pass it on now
+            child.send_signal(signal.SIGTERM)
         code = child.wait()
         if stopping.is_set():
             return code
