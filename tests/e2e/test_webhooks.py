@@ -6,11 +6,12 @@ import http.client
 import json
 import re
 import ssl
+import time
 from typing import Any
 
 import pytest
 
-from tests.e2e.kube import cluster_queue, create, get, job
+from tests.e2e.kube import JSON, cluster_queue, create, eventually, get, job
 from webhook.local.cluster import LocalCluster
 from webhook.local.turnstile import LocalTurnstile
 
@@ -22,13 +23,23 @@ def test_apply_twice_changes_nothing_the_second_time(
 ) -> None:
     manifest = json.dumps(job(namespace, "gitops", queue="user-queue"))
     cluster.kubectl("apply", "-f", "-", input=manifest)
-    first = get(cluster, "job", "gitops", namespace)
+    # The Job controller writes the new Job's status just after the create: compare from once that is done.
+    first = eventually(lambda: _unchanged_for(cluster, namespace, "gitops", 0.5), what="the new Job to settle")
     assert first["spec"]["suspend"] is True
     again = cluster.kubectl("apply", "-f", "-", input=manifest)
     assert "unchanged" in again.stdout
+    time.sleep(1.0)  # time for anything the second apply set off to write
     assert (
         get(cluster, "job", "gitops", namespace)["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     )
+
+
+def _unchanged_for(cluster: LocalCluster, namespace: str, name: str, seconds: float) -> JSON | None:
+    """The Job, if nothing wrote it during ``seconds``; None otherwise."""
+    before = get(cluster, "job", name, namespace)
+    time.sleep(seconds)
+    after = get(cluster, "job", name, namespace)
+    return after if after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"] else None
 
 
 def test_unmanaged_namespaces_pass_untouched(cluster: LocalCluster, turnstile: LocalTurnstile) -> None:
