@@ -9,13 +9,11 @@ when the binaries are missing it builds them, and when that fails the tests fail
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
-from tests.kubeapi import api
-from tests.sessioncluster import started_cluster
+from tests.sessioncluster import fresh_namespace, started_cluster
 from webhook.local.cluster import LocalCluster
 
 
@@ -27,8 +25,4 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 @pytest.fixture
 def namespace(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, named after it, deleted afterwards (without waiting)."""
-    name = "t-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
-    name = f"{name}-{os.urandom(2).hex()}"
-    api(cluster).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    yield name
-    api(cluster).delete("namespace", name)
+    yield from fresh_namespace(cluster, request, "t-")

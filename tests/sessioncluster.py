@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.kubeapi import api
 from webhook.local.cluster import LocalCluster
 
 
@@ -21,3 +22,13 @@ def started_cluster(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iter
         yield local
     finally:
         local.stop()
+
+
+def fresh_namespace(cluster: LocalCluster, request: pytest.FixtureRequest, prefix: str) -> Iterator[str]:
+    """A namespace for one test, named after it (``prefix``, the test's name, a random suffix), deleted afterwards
+    without waiting."""
+    name = prefix + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    name = f"{name}-{os.urandom(2).hex()}"
+    api(cluster).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    api(cluster).delete("namespace", name)

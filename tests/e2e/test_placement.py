@@ -33,6 +33,7 @@ from tests.e2e.kube import (
     workload_of,
 )
 from tests.kubeapi import api
+from tests.sessioncluster import fresh_namespace
 from webhook.local.cluster import LocalCluster
 from webhook.local.nodes import RUN_TIME_ANNOTATION
 from webhook.local.turnstile import LocalTurnstile
@@ -106,11 +107,7 @@ def placing_turnstile(nodes_cluster: LocalCluster, tmp_path_factory: pytest.Temp
 
 @pytest.fixture
 def ns(nodes_cluster: LocalCluster, placing_turnstile: None, request: pytest.FixtureRequest) -> Iterator[str]:
-    name = "p-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
-    name = f"{name}-{os.urandom(2).hex()}"
-    api(nodes_cluster).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    yield name
-    api(nodes_cluster).delete("namespace", name)
+    yield from fresh_namespace(nodes_cluster, request, "p-")
 
 
 def running_job(namespace: str, name: str, *, queue: str, pods: int, run_time: str | None = None, **kw: Any) -> JSON:
