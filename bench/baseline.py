@@ -681,6 +681,7 @@ def run_once(
     profile: Path | None = None,
     keep_niceness: bool = False,
     leader_election: bool = False,
+    apiserver_profile: float = 0.0,
 ) -> Result:
     with tempfile.TemporaryDirectory(prefix=f"turnstile-baseline-{system}-", dir=scratch()) as tmp:
         cluster = bare_cluster(system, Path(tmp), kueue)
@@ -735,10 +736,19 @@ def run_once(
                         await asyncio.sleep(0.5)
 
                 sampler = asyncio.ensure_future(sample())
+                pprof = None
+                if apiserver_profile and logs is not None:
+                    pprof = asyncio.ensure_future(
+                        asyncio.to_thread(
+                            _apiserver_pprof, cluster, apiserver_profile, logs / f"{system}-apiserver.pprof"
+                        )
+                    )
                 try:
                     await run.stream(timeout)
                 finally:
                     sampler.cancel()
+                    if pprof is not None:
+                        await pprof
 
             asyncio.run(main())
             if run is not None:
@@ -756,7 +766,11 @@ def run_once(
                 "etcd": cpu_seconds(etcd),
                 "driver": cpu_seconds(os.getpid()),
             }
-            after_requests = request_counts(_metrics(cluster))
+            final_metrics = _metrics(cluster)
+            after_requests = request_counts(final_metrics)
+            if logs is not None:
+                logs.mkdir(parents=True, exist_ok=True)
+                (logs / f"{system}-apiserver-metrics.txt").write_text(final_metrics)
             starts = log_file.read_text().count("reconciler process started") if log_file is not None else 1
         finally:
             if spy is not None:
@@ -848,11 +862,22 @@ def phases(run: Run) -> dict[str, float]:
     return out
 
 
-def _metrics(cluster: LocalCluster) -> str:
+def _admin_context(cluster: LocalCluster) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=str(cluster.pki_dir / "ca.crt"))
     context.load_cert_chain(cluster.pki_dir / "admin.crt", cluster.pki_dir / "admin.key")
-    with urllib.request.urlopen(cluster.server + "/metrics", context=context, timeout=30) as r:
+    return context
+
+
+def _metrics(cluster: LocalCluster) -> str:
+    with urllib.request.urlopen(cluster.server + "/metrics", context=_admin_context(cluster), timeout=30) as r:
         return str(r.read().decode())
+
+
+def _apiserver_pprof(cluster: LocalCluster, seconds: float, out: Path) -> None:
+    """kube-apiserver's own CPU profile (``go tool pprof -top FILE``) over the run's first ``seconds``."""
+    url = f"{cluster.server}/debug/pprof/profile?seconds={int(seconds)}"
+    with urllib.request.urlopen(url, context=_admin_context(cluster), timeout=seconds + 60) as r:
+        out.write_bytes(r.read())
 
 
 # -- report ---------------------------------------------------------------------------------------------------
@@ -919,6 +944,13 @@ def main() -> None:
         "--leader-election", action="store_true", help="Turnstile campaigns for its Lease (minimalkueue does not)"
     )
     parser.add_argument("--keep-niceness", action="store_true", help="leave Turnstile's reconciler at its nice 10")
+    parser.add_argument(
+        "--apiserver-profile",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --logs: kube-apiserver's CPU profile over the first SECONDS of each run (SYSTEM-apiserver.pprof)",
+    )
     args = parser.parse_args()
     if args.scale <= 0 or args.rounds < 1:
         parser.error("--scale must be positive and --rounds at least 1")
@@ -938,6 +970,7 @@ def main() -> None:
                 profile=args.profile,
                 keep_niceness=args.keep_niceness,
                 leader_election=args.leader_election,
+                apiserver_profile=args.apiserver_profile,
             )
             results.append(result)
             print(
