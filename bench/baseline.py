@@ -738,6 +738,7 @@ def run_once(
                 sampler = asyncio.ensure_future(sample())
                 pprof = None
                 if apiserver_profile and logs is not None:
+                    logs.mkdir(parents=True, exist_ok=True)
                     pprof = asyncio.ensure_future(
                         asyncio.to_thread(
                             _apiserver_pprof, cluster, apiserver_profile, logs / f"{system}-apiserver.pprof"
