@@ -725,6 +725,9 @@ def run_once(
             }
             peaks = {"controller": 0, "controller_pss": 0, "apiserver": 0}
 
+            if logs is not None:
+                logs.mkdir(parents=True, exist_ok=True)
+
             async def main() -> None:
                 async def sample() -> None:
                     while True:
@@ -738,7 +741,6 @@ def run_once(
                 sampler = asyncio.ensure_future(sample())
                 pprof = None
                 if apiserver_profile and logs is not None:
-                    logs.mkdir(parents=True, exist_ok=True)
                     pprof = asyncio.ensure_future(
                         asyncio.to_thread(
                             _apiserver_pprof, cluster, apiserver_profile, logs / f"{system}-apiserver.pprof"
@@ -772,6 +774,8 @@ def run_once(
             if logs is not None:
                 logs.mkdir(parents=True, exist_ok=True)
                 (logs / f"{system}-apiserver-metrics.txt").write_text(final_metrics)
+                if turnstile is not None:
+                    (logs / f"{system}-controller-metrics.txt").write_text(turnstile.metrics())
             starts = log_file.read_text().count("reconciler process started") if log_file is not None else 1
         finally:
             if spy is not None:
