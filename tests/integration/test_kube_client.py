@@ -82,6 +82,11 @@ async def test_create_get_list_delete(kube: ApiServerKube, ns: str) -> None:
         await kube.get(CONFIG_MAP, "a", namespace=ns)
 
 
+async def test_writes_are_recorded_under_our_name(kube: ApiServerKube, ns: str) -> None:
+    created = await kube.create(CONFIG_MAP, config_map("named", k="v"), namespace=ns)
+    assert [m["manager"] for m in created["metadata"]["managedFields"]] == ["turnstile"]
+
+
 async def test_list_follows_pages(kube: ApiServerKube, ns: str) -> None:
     # page_size=3: seven objects take three pages.
     for i in range(7):
