@@ -48,6 +48,8 @@ from webhook.kube.apiserver import ApiServerKube
 from webhook.metrics import Metrics
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from webhook.runoptions import RunOptions
 
 log = logging.getLogger(__name__)
@@ -255,10 +257,18 @@ def child_main(
 
     logs.configure(log_level, json=json_logs)
     try:
-        asyncio.run(_child(options, conn, identity))
+        run_loop(_child(options, conn, identity))
     except Exception as exc:
         log.critical("reconciler stopped: %s", exc, exc_info=True)
         sys.exit(1)
+
+
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run the reconciler's ``main`` to its end on uvloop's event loop (see pyproject.toml). Imported here: the
+    webhook process, which imports this module to start the child, runs asyncio's loop."""
+    import uvloop
+
+    uvloop.run(main)
 
 
 async def _child(options: RunOptions, conn: Connection, identity: str) -> None:

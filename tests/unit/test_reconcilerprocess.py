@@ -12,7 +12,7 @@ import yaml
 from webhook.config import load_config
 from webhook.controller.leader import LostLeadership
 from webhook.metrics import Metrics
-from webhook.reconcilerprocess import ReconcilerProcess
+from webhook.reconcilerprocess import ReconcilerProcess, run_loop
 from webhook.runoptions import RunOptions
 
 pytestmark = pytest.mark.timeout(60)
@@ -96,3 +96,14 @@ async def test_a_lost_lease_kills_the_child_at_once_and_starts_a_fresh_one(tmp_p
     finally:
         await process.stop(grace=20)
         task.cancel()
+
+
+def test_the_reconciler_runs_on_uvloops_event_loop() -> None:
+    seen: list[str] = []
+
+    async def probe() -> None:
+        seen.append(type(asyncio.get_running_loop()).__module__)
+
+    run_loop(probe())
+    assert len(seen) == 1
+    assert seen[0].startswith("uvloop")
