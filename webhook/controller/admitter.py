@@ -27,6 +27,7 @@ from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.pendingreasons import PendingReasons
+from webhook.controller.ratelimit import TokenBucket
 from webhook.controller.reservations import Reservations
 from webhook.controller.snapshotter import Snapshotter, version
 from webhook.controller.telemetry import QueueMetrics
@@ -66,6 +67,7 @@ class Admitter:
         pending_positions: int = PENDING_REASON_POSITIONS,
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
         pending_settle: datetime.timedelta = datetime.timedelta(0),
+        pending_limit: TokenBucket | None = None,
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
         deferred: bool = False,
@@ -76,7 +78,8 @@ class Admitter:
         being written leaves them to a later pass. ``min_spacing``: seconds from one scheduling to the next at
         least, and at least as long as the last one took (changes in between are scheduled together).
         ``pending_settle``: how long a Workload waits in the front of its queue before its first reason is
-        written (one admitted sooner never gets one)."""
+        written (one admitted sooner never gets one). ``pending_limit``: the rate of reason writes (None: no
+        limit)."""
         self._min_spacing = min_spacing
         self._spaced_at: datetime.datetime | None = None
         self._deferred = deferred
@@ -102,6 +105,7 @@ class Admitter:
             refresh=pending_refresh,
             settle=pending_settle,
             deferred=deferred,
+            limit=pending_limit,
         )
         # Fair sharing's shares move with every admission: with it, every pass schedules.
         self._gated = not (fair_sharing is not None and fair_sharing.enabled) and not (

@@ -17,6 +17,7 @@ from typing import Literal
 
 from webhook.api.conditions import format_time
 from webhook.api.views import ObjectView
+from webhook.controller.ratelimit import TokenBucket
 from webhook.kube import errors
 from webhook.kube.client import Kube
 from webhook.kube.resources import EVENT
@@ -37,17 +38,16 @@ class EventRecorder:
         *,
         component: str = COMPONENT,
         host: str = "",
-        rate: float = 20.0,
-        burst: int = 200,
+        # A burst of 100 records 50 admissions whole; then 5 a second. At 20 a second the baseline benchmark's
+        # storm (15,000 admissions) wrote 4,600 events, and its wall time was 5% shorter with none.
+        rate: float = 5.0,
+        burst: int = 100,
         in_flight: int = 16,
     ) -> None:
         self._kube = kube
         self._component = component
         self._host = host
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._refilled = time.monotonic()
+        self._bucket = TokenBucket(rate, burst)
         self._in_flight = asyncio.Semaphore(in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
         self.dropped = 0  # events not written because the rate was exceeded
@@ -62,15 +62,11 @@ class EventRecorder:
         now: datetime.datetime | None = None,
     ) -> None:
         """``record`` in the background, within the rate; dropped (and counted) beyond it."""
-        clock = time.monotonic()
-        self._tokens = min(self._burst, self._tokens + (clock - self._refilled) * self._rate)
-        self._refilled = clock
-        if self._tokens < 1:
+        if not self._bucket.take(time.monotonic()):
             self.dropped += 1
             if self.dropped % 1000 == 1:
                 log.info("event rate exceeded: %d events dropped so far", self.dropped)
             return
-        self._tokens -= 1
 
         async def write() -> None:
             async with self._in_flight:

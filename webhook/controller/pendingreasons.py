@@ -7,7 +7,9 @@ further back is listed, with its position and reason, by the visibility API and 
 When only the numbers in the message moved (free and used quota change with every admission), a Workload is
 rewritten at most once per ``refresh``: with hundreds waiting, rewriting every one on every pass (a status write
 and two events each) made the API writes for information outweigh the writes that admit. A Workload's first reason
-waits until it has been in the front for ``settle`` (one admitted sooner never gets one).
+waits until it has been in the front for ``settle`` (one admitted sooner never gets one). All of them together are
+written at most at the ``limit``'s rate: under a storm the heads are told first, and the writes that admit keep the
+API server.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from webhook.api import conditions
 from webhook.api.constants import COND_QUOTA_RESERVED
 from webhook.api.views import ObjectView, WorkloadRecord, entries
 from webhook.controller.cache import ClusterCache
+from webhook.controller.ratelimit import TokenBucket
 from webhook.controller.reservations import Reservations
 from webhook.controller.snapshotter import version
 from webhook.core.decisions import PendingDecision
@@ -48,9 +51,12 @@ class PendingReasons:
         refresh: datetime.timedelta,
         settle: datetime.timedelta,
         deferred: bool = False,
+        limit: TokenBucket | None = None,
     ) -> None:
         """``deferred``: written in the background (a pass, and the next admission, never wait for them); a
-        decision whose reasons come while the previous ones are still being written leaves them owed."""
+        decision whose reasons come while the previous ones are still being written leaves them owed. ``limit``:
+        the rate of reason writes (heads first; the rest owed until a token comes)."""
+        self._limit = limit
         self._deferred = deferred
         self._kube = kube
         self._cache = cache
@@ -155,6 +161,9 @@ class PendingReasons:
                 continue
             body = wl_life.pending(workload, reason=decision.reason, message=decision.message, now=now)
             if body is not None:
+                if self._limit is not None and not self._limit.take(now.timestamp()):
+                    self._owe_until(datetime.datetime.fromtimestamp(self._limit.next_at(now.timestamp()), now.tzinfo))
+                    break
                 self._written[decision.workload] = now
                 writes.append(self._write(body, version(workload), decision, now))
         return writes
@@ -168,9 +177,13 @@ class PendingReasons:
         ends = first + self._settle
         if now >= ends:
             return False
+        self._owe_until(ends)
+        return True
+
+    def _owe_until(self, ends: datetime.datetime) -> None:
+        """A reason is owed, and can be written from ``ends`` on."""
         self.owed = True
         self._due = ends if self._due is None else min(self._due, ends)
-        return True
 
     async def _write(self, body: Object, based_on: int, decision: PendingDecision, now: datetime.datetime) -> None:
         """Writes ``body``, built on version ``based_on`` of the Workload (built again when the cache has another)."""

@@ -62,15 +62,21 @@ class QueueStatusWriter:
         admission_fair_sharing: AdmissionFairSharing | None = None,
         deferred: bool = False,
         min_interval: float = 0.0,
+        max_rate: float = 0.0,
     ) -> None:
         """``deferred``: the writes run in the background and ``write`` returns once they started; while one
         batch is still being written, the next pass's status is not written (a later pass computes it again).
         ``min_interval``: statuses are computed (and written where they changed) at most once per this many
         seconds; a pass within it is skipped and ``due`` says when the next one may write. Usage and counts move
         with every admission and finish: written at every pass, they were the largest share of our writes. A queue
-        not seen before (just created) has its status at once, whatever the interval."""
+        not seen before (just created) has its status at once, whatever the interval. ``max_rate``: queue status
+        writes a second at most, on average: after a batch of n writes the next waits n / max_rate seconds if
+        that is longer than ``min_interval`` (0: no limit). With many queues all moving at once (a storm of
+        admissions) their statuses are written less often, and the admissions keep the API server."""
         self._deferred = deferred
         self._interval = datetime.timedelta(seconds=min_interval)
+        self._rate = max_rate
+        self._batch_writes = 0  # statuses written by the last batch (so far)
         self._computed_at: datetime.datetime | None = None
         self._due: datetime.datetime | None = None
         self._seen: set[tuple[str, str]] = set()  # queues whose status was computed at least once
@@ -104,15 +110,17 @@ class QueueStatusWriter:
             (lq.namespace, lq.name) for lq in snapshot.local_queues
         }
         new = queues - self._seen
-        if not new and self._computed_at is not None and now - self._computed_at < self._interval:
-            self._due = self._computed_at + self._interval
+        spacing = self._spacing()
+        if not new and self._computed_at is not None and now - self._computed_at < spacing:
+            self._due = self._computed_at + spacing
             return
         self._seen = queues
         self._written_at = {k: t for k, t in self._written_at.items() if k in queues}
         if not new or self._computed_at is None:
             self._computed_at, self._due = now, None
+            self._batch_writes = 0
         else:
-            self._due = self._computed_at + self._interval  # for the others, skipped below if written lately
+            self._due = self._computed_at + spacing  # for the others, skipped below if written lately
         # 1. What the statuses should say: counts, usage and activeness, from the core.
         self._report_lifecycle(snapshot, finished)
         counts = queuestate.count_workloads(snapshot)
@@ -248,6 +256,12 @@ class QueueStatusWriter:
         """When a status skipped within ``min_interval`` may be written (None: nothing was skipped)."""
         return self._due
 
+    def _spacing(self) -> datetime.timedelta:
+        """From one batch of statuses to the next: ``min_interval``, or longer after a large batch."""
+        if not self._rate:
+            return self._interval
+        return max(self._interval, datetime.timedelta(seconds=self._batch_writes / self._rate))
+
     def cancel(self) -> None:
         """Give up the batch being written in the background (the reconciler stops)."""
         if self._batch is not None:
@@ -318,6 +332,7 @@ class QueueStatusWriter:
             self._due = min(self._due or (last + self._interval), last + self._interval)
             return
         self._written_at[key] = now
+        self._batch_writes += 1
         status = dict(current) | fields
         status["conditions"] = conditions.set_condition(
             current.get("conditions"), kind="Active", status=active, reason=reason, message=message, now=now

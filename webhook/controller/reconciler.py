@@ -43,6 +43,7 @@ from webhook.controller.finalizer import QueueFinalizers
 from webhook.controller.jobsync import JobSync
 from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuestatus import QueueStatusWriter
+from webhook.controller.ratelimit import TokenBucket
 from webhook.controller.telemetry import QueueMetrics
 from webhook.controller.watches import resource_of
 from webhook.controller.workloadsync import WorkloadSync
@@ -62,6 +63,12 @@ Clock = Callable[[], datetime.datetime]
 # How long a Workload waits in the front of its queue before its first pending reason is written (the admitter's
 # ``pending_settle``): in a queue that moves, most are admitted sooner and never need one.
 PENDING_SETTLE = datetime.timedelta(seconds=2)
+# At most this many pending reasons written a second on average, in bursts of PENDING_BURST (the heads of the queues
+# first): in a storm they were a fifth of the controller's Workload writes and slowed the admissions for all.
+PENDING_RATE, PENDING_BURST = 5.0, 50
+# Each queue's status is written at most every QUEUE_STATUS_INTERVAL seconds, and all of them at QUEUE_STATUS_RATE a
+# second on average: 60 queues moving with every admission are then written every 12 s instead of every 3 s.
+QUEUE_STATUS_INTERVAL, QUEUE_STATUS_RATE = 3.0, 5.0
 
 
 def _utcnow() -> datetime.datetime:
@@ -86,7 +93,7 @@ class Reconciler:
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
         full_resync_seconds: float = 30.0,
-        queue_status_interval: float = 3.0,
+        queue_status_interval: float = QUEUE_STATUS_INTERVAL,
         schedule_spacing: float = 0.02,
         pending_settle: datetime.timedelta = PENDING_SETTLE,
     ) -> None:
@@ -133,6 +140,7 @@ class Reconciler:
             deferred=True,
             min_spacing=schedule_spacing,
             pending_settle=pending_settle,
+            pending_limit=TokenBucket(PENDING_RATE, PENDING_BURST),
         )
         self.queue_status = QueueStatusWriter(
             kube,
@@ -141,6 +149,7 @@ class Reconciler:
             admission_fair_sharing=admission_fair_sharing,
             deferred=True,
             min_interval=queue_status_interval,
+            max_rate=QUEUE_STATUS_RATE,
         )
         self.finalizers = QueueFinalizers(kube, cache)
         # Which jobs, pod groups and Workloads each change concerns (any other kind's change, a queue, a flavor, a

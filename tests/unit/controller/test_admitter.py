@@ -16,6 +16,7 @@ from webhook.api.views import BatchJob
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
+from webhook.controller.ratelimit import TokenBucket
 from webhook.controller.watches import build_cache
 from webhook.core.snapshot import Snapshot
 from webhook.jobs import batch_job
@@ -213,6 +214,36 @@ async def test_a_first_reason_waits_for_the_settle_and_one_admitted_sooner_never
     assert sorted(told().values()) == sorted(
         [constants.REASON_QUOTA_RESERVED, constants.REASON_QUOTA_RESERVED, constants.REASON_WAITING_FOR_QUOTA]
     )
+
+
+async def test_reasons_beyond_the_rate_are_owed_and_written_when_a_token_comes() -> None:
+    kube, cache = await one_cpu_jobs(4)  # one runs, three wait
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_limit=TokenBucket(1.0, 1))
+    waits = constants.REASON_WAITING_FOR_QUOTA
+
+    def waiting_told() -> int:
+        return sum(1 for reason in reasons_told(kube).values() if reason == waits)
+
+    await admitter.run_pass(NOW)
+    await admitter.drain()
+    assert waiting_told() == 1, "one token: one reason"
+    assert admitter.due() == NOW + timedelta(seconds=1), "the reconciler is woken when the next token comes"
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+
+    await admitter.run_pass(NOW + timedelta(seconds=0.5))
+    await admitter.drain()
+    assert waiting_told() == 1, "no token yet"
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+
+    await admitter.run_pass(NOW + timedelta(seconds=1))
+    await admitter.drain()
+    assert waiting_told() == 2, "the next one, a token later"
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+
+    await admitter.run_pass(NOW + timedelta(seconds=2))
+    await admitter.drain()
+    assert waiting_told() == 3
+    assert admitter.due() is None, "nothing owed"
 
 
 async def test_a_workload_that_cannot_queue_is_told_at_once_despite_the_settle() -> None:

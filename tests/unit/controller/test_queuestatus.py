@@ -160,3 +160,30 @@ async def test_with_an_interval_a_queue_is_written_at_most_once_per_interval_but
     await writer.write(snapshot([cpu_queue("a", 4), cpu_queue("b", 4)], [one, two]), NOW + timedelta(seconds=3))
     assert status_of(kube, r.CLUSTER_QUEUE, "a")["admittedWorkloads"] == 2
     assert writer.due() is None
+
+
+async def test_with_a_rate_a_large_batch_of_statuses_spaces_the_next_one_out() -> None:
+    names = [f"q{i}" for i in range(6)]
+    kube = FakeKube(clock=lambda: NOW)
+    cache = await stored(kube, *((r.CLUSTER_QUEUE, cq_object(n)) for n in names))
+    writer = QueueStatusWriter(kube, cache, min_interval=1.0, max_rate=2.0)
+    queues = [cpu_queue(n, 4) for n in names]
+    one = [admitted(workload(f"one-{n}", cpu=1), n) for n in names]
+    two = [admitted(workload(f"two-{n}", cpu=1), n) for n in names]
+
+    await writer.write(snapshot(queues, one), NOW)  # six statuses at once: the next batch 6 / 2 = 3 s later
+    assert {status_of(kube, r.CLUSTER_QUEUE, n)["admittedWorkloads"] for n in names} == {1}
+    await writer.write(snapshot(queues, one + two), NOW + timedelta(seconds=2))
+    assert {status_of(kube, r.CLUSTER_QUEUE, n)["admittedWorkloads"] for n in names} == {1}, "past the interval only"
+    assert writer.due() == NOW + timedelta(seconds=3)
+
+    await writer.write(snapshot(queues, one + two), NOW + timedelta(seconds=3))
+    assert {status_of(kube, r.CLUSTER_QUEUE, n)["admittedWorkloads"] for n in names} == {2}, "every queue, none left"
+
+    # A quiet moment: one queue changes, a small batch, and the minimum interval is back.
+    three = admitted(workload("three", cpu=1), "q0")
+    await writer.write(snapshot(queues, [*one, *two, three]), NOW + timedelta(seconds=6))
+    assert status_of(kube, r.CLUSTER_QUEUE, "q0")["admittedWorkloads"] == 3
+    four = admitted(workload("four", cpu=1), "q0")
+    await writer.write(snapshot(queues, [*one, *two, three, four]), NOW + timedelta(seconds=7))
+    assert status_of(kube, r.CLUSTER_QUEUE, "q0")["admittedWorkloads"] == 4, "one write: spaced by the interval"
