@@ -112,6 +112,9 @@ class Admitter:
             admission_fair_sharing is not None and admission_fair_sharing.enabled
         )
         self._last_result: SchedulingResult | None = None
+        # The last pass explained nothing: no reason could have been written then (the limit had no token, or the
+        # previous reasons were still being written). Explaining costs a third of a pass that admits nothing.
+        self._unexplained = False
         self._requeue_due: datetime.datetime | None = None
         # Admissions the server refused (invalid, forbidden: not a conflict, which is read again and retried at
         # once): not written again before their backoff, however often the scheduler picks them.
@@ -143,6 +146,8 @@ class Admitter:
             return True
         if self._snapshots.dirty:
             return self._spaced_at is None or now >= self._spaced_at
+        if self._unexplained and self._reasons.ready(now):
+            return True  # the last pass left its reasons unexplained, and they can be written now
         due = self._schedule_due()  # a reason's settle ending writes the reason, it does not schedule
         return due is not None and now >= due
 
@@ -167,14 +172,18 @@ class Admitter:
         started = time.perf_counter()
         snapshot = self.snapshot()
         if not self.needs_scheduling(now) and self._last_result is not None:
-            # Nothing schedulable changed: the last decision stands. Only its pending reasons may still be owed.
-            await self._reasons.catch_up(self._last_result.pending, now, self.backlog)
+            # Nothing schedulable changed: the last decision stands. Only its pending reasons may still be owed (if
+            # it explained them: else the pass that can write them schedules again).
+            if not self._unexplained:
+                await self._reasons.catch_up(self._last_result.pending, now, self.backlog)
             return snapshot, self._last_result
         snapshots = self._snapshots
         snapshots.dirty = False
         self._admit_retries.take(now)  # the refused admissions whose backoff ended may be written again
         snapshots.trim(snapshot.workloads)
-        # Reasons are written for the front of each queue only (``PendingReasons``): the rest is not explained.
+        # Reasons are written for the front of each queue only (``PendingReasons``), and only when one can be
+        # written now: the rest is not explained.
+        explain = self._reasons.ready(now)
         result = schedule(
             snapshot,
             now=now,
@@ -182,8 +191,9 @@ class Admitter:
             admission_fair_sharing=self._admission_fair_sharing,
             demands=snapshots.demands,
             backlog=snapshots.backlog,
-            positions=self._reasons.positions,
+            positions=self._reasons.positions if explain else 0,
         )
+        self._unexplained = not explain
         if self._min_spacing:
             # The next pass schedules no sooner than this one took (at least ``min_spacing``): under a stream of
             # changes, scheduling on every one kept the loop busy re-deciding what had barely changed.
@@ -213,7 +223,10 @@ class Admitter:
             self.reservations.assume(decision.workload, admission, base_version=version(record))
             snapshots.assumed(decision.workload, admission)
             writes.append(self._admit(record, decision, admission, now))
-        writes += self._reasons.decided(result.pending, now, snapshots.backlog)
+        if explain:
+            writes += self._reasons.decided(result.pending, now, snapshots.backlog)
+        else:
+            self._reasons.unexplained(now)
         if writes:
             await asyncio.gather(*writes)
         return snapshot, result

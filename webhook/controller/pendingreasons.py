@@ -89,6 +89,22 @@ class PendingReasons:
         """When a settle ends (owed reasons wait for the writes in flight)."""
         return None if self.writing else self._due
 
+    def ready(self, now: datetime.datetime) -> bool:
+        """Whether a reason decided now could be written now: none being written in the background (deferred) and
+        a token in the limit. A pass that finds them not ready need not explain its pending Workloads at all."""
+        if self._deferred and self.writing:
+            return False
+        return self._limit is None or self._limit.next_at(now.timestamp()) <= now.timestamp()
+
+    def unexplained(self, now: datetime.datetime) -> None:
+        """A pass decided without explaining (not ``ready``): reasons are owed from the limit's next token on (or
+        once the writes in flight are done)."""
+        if self._limit is not None:
+            ts = self._limit.next_at(now.timestamp())
+            self._owe_until(datetime.datetime.fromtimestamp(ts, now.tzinfo))
+        else:
+            self.owed = True
+
     def landing(self, key: Key) -> asyncio.Future[tuple[int, int] | None] | None:
         """The reason being written for ``key`` now, if any: (the version it was built on, the version written)."""
         return self._landing.get(key)

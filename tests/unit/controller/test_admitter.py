@@ -246,6 +246,39 @@ async def test_reasons_beyond_the_rate_are_owed_and_written_when_a_token_comes()
     assert admitter.due() is None, "nothing owed"
 
 
+async def test_a_pass_that_could_write_no_reason_explains_none_and_the_next_token_schedules_again() -> None:
+    kube, cache = await one_cpu_jobs(3)  # one runs, two wait
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_limit=TokenBucket(1.0, 1))
+    _, first = await admitter.run_pass(NOW)
+    await admitter.drain()
+    assert [p.position for p in first.pending] == [1, 2], "a token: the front is explained"
+    assert len(reasons_told(kube)) == 2, "the running one's reservation and one reason"
+
+    # Another Workload arrives before the next token: the pass schedules (something changed) but explains nothing.
+    job = await kube.create(r.JOB, make_job("j3", namespace="team-a", queue="q", parallelism=1))
+    await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=0))
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    schedules = admitter.schedules
+    _, second = await admitter.run_pass(NOW + timedelta(seconds=0.5))
+    await admitter.drain()
+    assert admitter.schedules == schedules + 1
+    assert second.pending == (), "no reason could be written: none was worked out"
+    assert len(reasons_told(kube)) == 2
+    assert admitter.due() == NOW + timedelta(seconds=1), "woken when the next token comes"
+
+    # The token: nothing else changed, yet the pass schedules again, to explain, and writes the next reason.
+    _, third = await admitter.run_pass(NOW + timedelta(seconds=1))
+    await admitter.drain()
+    assert admitter.schedules == schedules + 2
+    assert [p.position for p in third.pending] == [1, 2, 3]
+    assert len(reasons_told(kube)) == 3
+    # Explained now: with nothing changed, the pass after it does not schedule.
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await admitter.run_pass(NOW + timedelta(seconds=1.1))
+    await admitter.drain()
+    assert admitter.schedules == schedules + 2
+
+
 async def test_a_workload_that_cannot_queue_is_told_at_once_despite_the_settle() -> None:
     kube, cache = await one_cpu_jobs(1, queue="no-such-queue")
     admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_settle=timedelta(seconds=2))
