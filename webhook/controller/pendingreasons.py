@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import re
 from collections.abc import Awaitable, Callable, Container, Mapping
 from typing import Any
 
@@ -265,9 +266,16 @@ def _says(workload: WorkloadRecord, decision: PendingDecision) -> bool:
 
 
 def _says_reason(workload: WorkloadRecord, decision: PendingDecision) -> bool:
-    """The Workload already shows it waits, for this reason (whatever the numbers in the message)."""
+    """The Workload already shows it waits for this reason, in these words but for the numbers (quota free and
+    used, positions): a message that says something else (a StrictFIFO blocker gone, another resource short) is
+    worth a write at once."""
     current = _quota_reserved(workload)
-    return current.get("status") == "False" and current.get("reason") == decision.reason
+    if current.get("status") != "False" or current.get("reason") != decision.reason:
+        return False
+    return _NUMBERS.sub("#", str(current.get("message", ""))).startswith(_NUMBERS.sub("#", decision.detail))
+
+
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 
 
 def _quota_reserved(workload: WorkloadRecord) -> Mapping[str, Any]:

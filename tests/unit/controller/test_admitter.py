@@ -142,6 +142,38 @@ async def test_a_waiting_reason_whose_numbers_moved_is_rewritten_at_most_once_pe
     assert "more than the 3 " in message(), "after the refresh interval the numbers are brought up to date"
 
 
+async def test_a_waiting_reason_that_says_something_else_is_written_at_once_within_the_refresh() -> None:
+    clock = [NOW]
+    kube = FakeKube(clock=lambda: clock[0])
+    await create_queues(kube, cpu="2")
+    (cq,) = kube.objects(r.CLUSTER_QUEUE)
+    cq["spec"]["queueingStrategy"] = "StrictFIFO"
+    await kube.replace(r.CLUSTER_QUEUE, cq)
+    for name, pods in (("hold", 2), ("big", 2), ("small", 1)):  # created a second apart: queue order is theirs
+        job = await kube.create(r.JOB, make_job(name, namespace="team-a", queue="q", parallelism=pods))
+        await kube.create(r.WORKLOAD, batch_job.workload_for(BatchJob.of(job), priority=0))
+        clock[0] += timedelta(seconds=1)
+    cache = build_cache()
+    for resource in (r.RESOURCE_FLAVOR, r.CLUSTER_QUEUE, r.LOCAL_QUEUE, r.WORKLOAD, r.JOB):
+        cache.replace(resource, kube.objects(resource))
+    admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_refresh=timedelta(seconds=15))
+
+    def small_says() -> str:
+        small = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"].startswith("job-small"))
+        return str(next(c["message"] for c in small["status"]["conditions"] if c["type"] == "QuotaReserved"))
+
+    await admitter.run_pass(NOW)
+    assert small_says().startswith("StrictFIFO: waiting behind team-a/job-big"), small_says()
+    # The blocker goes; the small one is the head now, and waits for quota itself: the same reason code
+    # (WaitingForQuota), other words. Told a second later, not after the refresh.
+    big = next(w for w in kube.objects(r.WORKLOAD) if w["metadata"]["name"].startswith("job-big"))
+    await kube.delete(r.WORKLOAD, big["metadata"]["name"], namespace="team-a")
+    cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
+    await admitter.run_pass(NOW + timedelta(seconds=1))
+    assert not small_says().startswith("StrictFIFO"), small_says()
+    assert "position 1 of 1" in small_says()
+
+
 async def test_a_reason_someone_else_removed_is_written_again_on_the_next_pass() -> None:
     kube, cache, _ = await four_pods_on_two_cpus()
 
