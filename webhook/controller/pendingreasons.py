@@ -101,8 +101,7 @@ class PendingReasons:
         """A pass decided without explaining (not ``ready``): reasons are owed from the limit's next token on (or
         once the writes in flight are done)."""
         if self._limit is not None:
-            ts = self._limit.next_at(now.timestamp())
-            self._owe_until(datetime.datetime.fromtimestamp(ts, now.tzinfo))
+            self._owe_next_token(now)
         else:
             self.owed = True
 
@@ -179,7 +178,7 @@ class PendingReasons:
             body = wl_life.pending(workload, reason=decision.reason, message=decision.message, now=now)
             if body is not None:
                 if self._limit is not None and not self._limit.take(now.timestamp()):
-                    self._owe_until(datetime.datetime.fromtimestamp(self._limit.next_at(now.timestamp()), now.tzinfo))
+                    self._owe_next_token(now)
                     break
                 self._written[decision.workload] = now
                 writes.append(self._write(body, version(workload), decision, now))
@@ -196,6 +195,11 @@ class PendingReasons:
             return False
         self._owe_until(ends)
         return True
+
+    def _owe_next_token(self, now: datetime.datetime) -> None:
+        """Reasons are owed from the limit's next token on."""
+        assert self._limit is not None
+        self._owe_until(datetime.datetime.fromtimestamp(self._limit.next_at(now.timestamp()), now.tzinfo))
 
     def _owe_until(self, ends: datetime.datetime) -> None:
         """A reason is owed, and can be written from ``ends`` on."""
@@ -258,6 +262,10 @@ def _heads_first(p: PendingDecision) -> int:
     return p.position or 0
 
 
+# Numbers in a reason's message (quota free and used, positions): masked when asking whether only they moved.
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
+
+
 def _says(workload: WorkloadRecord, decision: PendingDecision) -> bool:
     """The Workload already shows this reason and detail (a changed position alone is not worth a write)."""
     return _says_reason(workload, decision) and str(_quota_reserved(workload).get("message", "")).startswith(
@@ -273,9 +281,6 @@ def _says_reason(workload: WorkloadRecord, decision: PendingDecision) -> bool:
     if current.get("status") != "False" or current.get("reason") != decision.reason:
         return False
     return _NUMBERS.sub("#", str(current.get("message", ""))).startswith(_NUMBERS.sub("#", decision.detail))
-
-
-_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 
 
 def _quota_reserved(workload: WorkloadRecord) -> Mapping[str, Any]:
