@@ -27,7 +27,7 @@ from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
 from webhook.controller.pendingreasons import PendingReasons
-from webhook.controller.ratelimit import TokenBucket
+from webhook.controller.ratelimit import TokenBucket, WriteLatency
 from webhook.controller.reservations import Reservations
 from webhook.controller.snapshotter import Snapshotter, version
 from webhook.controller.telemetry import QueueMetrics
@@ -68,6 +68,7 @@ class Admitter:
         pending_refresh: datetime.timedelta = datetime.timedelta(seconds=15),
         pending_settle: datetime.timedelta = datetime.timedelta(0),
         pending_limit: TokenBucket | None = None,
+        latency: WriteLatency | None = None,
         fair_sharing: FairSharing | None = None,
         admission_fair_sharing: AdmissionFairSharing | None = None,
         deferred: bool = False,
@@ -79,7 +80,7 @@ class Admitter:
         least, and at least as long as the last one took (changes in between are scheduled together).
         ``pending_settle``: how long a Workload waits in the front of its queue before its first reason is
         written (one admitted sooner never gets one). ``pending_limit``: the rate of reason writes (None: no
-        limit)."""
+        limit). ``latency``: told how long each admission write took (the information writes' rates follow it)."""
         self._min_spacing = min_spacing
         self._spaced_at: datetime.datetime | None = None
         self._deferred = deferred
@@ -88,6 +89,7 @@ class Admitter:
         self._fair_sharing = fair_sharing
         self._admission_fair_sharing = admission_fair_sharing
         self._events = events
+        self._latency = latency
         self.reservations = reservations or Reservations()
         self._metrics = metrics
         self._gate = asyncio.Semaphore(write_concurrency)
@@ -274,7 +276,10 @@ class Admitter:
                 workload = current
         try:
             async with self._gate:
+                sent = time.monotonic()
                 written = await self._kube.replace_status(WORKLOAD, wl_life.admitted(workload, admission, now=now))
+                if self._latency is not None:
+                    self._latency.observe(time.monotonic() - sent)
         except (errors.Conflict, errors.NotFound, errors.Invalid, errors.Forbidden) as exc:
             self.reservations.refused(key)
             # The scheduler took it as admitted: it is pending again (when in doubt, schedule).

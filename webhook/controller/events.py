@@ -13,6 +13,7 @@ import asyncio
 import datetime
 import logging
 import time
+from collections.abc import Callable
 from typing import Literal
 
 from webhook.api.conditions import format_time
@@ -47,10 +48,15 @@ class EventRecorder:
         self._kube = kube
         self._component = component
         self._host = host
+        self._rate, self._burst = rate, burst
         self._bucket = TokenBucket(rate, burst)
         self._in_flight = asyncio.Semaphore(in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
         self.dropped = 0  # events not written because the rate was exceeded
+
+    def limit_by(self, share: Callable[[], float]) -> None:
+        """From now on ``record_later``'s rate is ``rate * share()`` (``WriteLatency.share``)."""
+        self._bucket = TokenBucket(self._rate, self._burst, share=share)
 
     def record_later(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from webhook.api import conditions
@@ -63,6 +63,7 @@ class QueueStatusWriter:
         deferred: bool = False,
         min_interval: float = 0.0,
         max_rate: float = 0.0,
+        share: Callable[[], float] | None = None,
     ) -> None:
         """``deferred``: the writes run in the background and ``write`` returns once they started; while one
         batch is still being written, the next pass's status is not written (a later pass computes it again).
@@ -72,10 +73,12 @@ class QueueStatusWriter:
         not seen before (just created) has its status at once, whatever the interval. ``max_rate``: queue status
         writes a second at most, on average: after a batch of n writes the next waits n / max_rate seconds if
         that is longer than ``min_interval`` (0: no limit). With many queues all moving at once (a storm of
-        admissions) their statuses are written less often, and the admissions keep the API server."""
+        admissions) their statuses are written less often, and the admissions keep the API server. ``share``: the
+        fraction of ``max_rate`` that holds now (``WriteLatency.share``; None: all of it)."""
         self._deferred = deferred
         self._interval = datetime.timedelta(seconds=min_interval)
         self._rate = max_rate
+        self._share = share
         self._batch_writes = 0  # statuses written by the last batch (so far)
         self._computed_at: datetime.datetime | None = None
         self._due: datetime.datetime | None = None
@@ -260,7 +263,8 @@ class QueueStatusWriter:
         """From one batch of statuses to the next: ``min_interval``, or longer after a large batch."""
         if not self._rate:
             return self._interval
-        return max(self._interval, datetime.timedelta(seconds=self._batch_writes / self._rate))
+        rate = self._rate * (self._share() if self._share is not None else 1.0)
+        return max(self._interval, datetime.timedelta(seconds=self._batch_writes / rate))
 
     def cancel(self) -> None:
         """Give up the batch being written in the background (the reconciler stops)."""

@@ -43,7 +43,7 @@ from webhook.controller.finalizer import QueueFinalizers
 from webhook.controller.jobsync import JobSync
 from webhook.controller.podsync import PodGroupSync
 from webhook.controller.queuestatus import QueueStatusWriter
-from webhook.controller.ratelimit import TokenBucket
+from webhook.controller.ratelimit import TokenBucket, WriteLatency
 from webhook.controller.telemetry import QueueMetrics
 from webhook.controller.watches import resource_of
 from webhook.controller.workloadsync import WorkloadSync
@@ -107,6 +107,10 @@ class Reconciler:
         self._resync = resync_seconds
         self._concurrency = concurrency
         recorder = events or EventRecorder(kube)
+        # Information yields to admissions: while the API server is slow to answer the admission writes, events,
+        # pending reasons and queue status are written at a fraction of their rates (WriteLatency).
+        self.write_latency = WriteLatency()
+        recorder.limit_by(self.write_latency.share)
         tracking = wait_for_pods_ready is not None and wait_for_pods_ready.enable
         enabled = frozenset(frameworks)
         self.job_kinds = [
@@ -140,7 +144,8 @@ class Reconciler:
             deferred=True,
             min_spacing=schedule_spacing,
             pending_settle=pending_settle,
-            pending_limit=TokenBucket(PENDING_RATE, PENDING_BURST),
+            pending_limit=TokenBucket(PENDING_RATE, PENDING_BURST, share=self.write_latency.share),
+            latency=self.write_latency,
         )
         self.queue_status = QueueStatusWriter(
             kube,
@@ -150,6 +155,7 @@ class Reconciler:
             deferred=True,
             min_interval=queue_status_interval,
             max_rate=QUEUE_STATUS_RATE,
+            share=self.write_latency.share,
         )
         self.finalizers = QueueFinalizers(kube, cache)
         # Which jobs, pod groups and Workloads each change concerns (any other kind's change, a queue, a flavor, a

@@ -16,7 +16,7 @@ from webhook.api.views import BatchJob
 from webhook.controller.admitter import Admitter
 from webhook.controller.cache import ClusterCache
 from webhook.controller.events import EventRecorder
-from webhook.controller.ratelimit import TokenBucket
+from webhook.controller.ratelimit import TokenBucket, WriteLatency
 from webhook.controller.watches import build_cache
 from webhook.core.snapshot import Snapshot
 from webhook.jobs import batch_job
@@ -70,10 +70,10 @@ async def four_pods_on_two_cpus() -> tuple[FakeKube, ClusterCache, dict[str, Any
     return kube, cache, job
 
 
-async def one_cpu_jobs(count: int, *, queue: str = "q") -> tuple[FakeKube, ClusterCache]:
+async def one_cpu_jobs(count: int, *, queue: str = "q", kube: FakeKube | None = None) -> tuple[FakeKube, ClusterCache]:
     """``count`` Jobs of one 1-CPU pod each (j0, j1, ...) queued in ``queue``, with their Workloads, beside a
-    ClusterQueue of 1 CPU (LocalQueue team-a/q), and a cache of all of it."""
-    kube = FakeKube(clock=lambda: NOW)
+    ClusterQueue of 1 CPU (LocalQueue team-a/q), and a cache of all of it (in ``kube``, or a new fake)."""
+    kube = kube or FakeKube(clock=lambda: NOW)
     await create_queues(kube, cpu="1")
     for i in range(count):
         job = await kube.create(r.JOB, make_job(f"j{i}", namespace="team-a", queue=queue, parallelism=1))
@@ -101,6 +101,11 @@ def reasons_told(kube: FakeKube) -> dict[str, str]:
         for c in w.get("status", {}).get("conditions", [])
         if c["type"] == "QuotaReserved"
     }
+
+
+def waiting_told(kube: FakeKube) -> int:
+    """How many Workloads were told they wait for quota."""
+    return sum(1 for reason in reasons_told(kube).values() if reason == constants.REASON_WAITING_FOR_QUOTA)
 
 
 async def test_a_waiting_job_is_told_why_through_an_event_on_the_job() -> None:
@@ -251,30 +256,25 @@ async def test_a_first_reason_waits_for_the_settle_and_one_admitted_sooner_never
 async def test_reasons_beyond_the_rate_are_owed_and_written_when_a_token_comes() -> None:
     kube, cache = await one_cpu_jobs(4)  # one runs, three wait
     admitter = Admitter(kube, cache, events=EventRecorder(kube), pending_limit=TokenBucket(1.0, 1))
-    waits = constants.REASON_WAITING_FOR_QUOTA
-
-    def waiting_told() -> int:
-        return sum(1 for reason in reasons_told(kube).values() if reason == waits)
-
     await admitter.run_pass(NOW)
     await admitter.drain()
-    assert waiting_told() == 1, "one token: one reason"
+    assert waiting_told(kube) == 1, "one token: one reason"
     assert admitter.due() == NOW + timedelta(seconds=1), "the reconciler is woken when the next token comes"
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
 
     await admitter.run_pass(NOW + timedelta(seconds=0.5))
     await admitter.drain()
-    assert waiting_told() == 1, "no token yet"
+    assert waiting_told(kube) == 1, "no token yet"
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
 
     await admitter.run_pass(NOW + timedelta(seconds=1))
     await admitter.drain()
-    assert waiting_told() == 2, "the next one, a token later"
+    assert waiting_told(kube) == 2, "the next one, a token later"
     cache.replace(r.WORKLOAD, kube.objects(r.WORKLOAD))
 
     await admitter.run_pass(NOW + timedelta(seconds=2))
     await admitter.drain()
-    assert waiting_told() == 3
+    assert waiting_told(kube) == 3
     assert admitter.due() is None, "nothing owed"
 
 
@@ -604,3 +604,39 @@ async def test_the_backlog_follows_every_change_the_snapshot_shows() -> None:
     await run(NOW + timedelta(seconds=4))  # one gone, one preempting
     assert not queue.admitted(urgent)
     assert [wl.key for wl in queue.admitter.backlog.workloads()] == [urgent]
+
+
+class SlowKube(FakeKube):
+    """An API server that takes ``delay`` seconds to answer a Workload's status write."""
+
+    def __init__(self, delay: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delay = delay
+
+    async def replace_status(self, resource: r.Resource, body: Any, **kwargs: Any) -> Any:
+        if resource == r.WORKLOAD:
+            await asyncio.sleep(self.delay)
+        return await super().replace_status(resource, body, **kwargs)
+
+
+async def test_slow_admission_writes_slow_the_pending_reasons_down() -> None:
+    slow, cache = await one_cpu_jobs(3, kube=SlowKube(0.25, clock=lambda: NOW))  # one runs, two wait
+    latency = WriteLatency(least=0.25)
+    latency.observe(0.01)  # the API server answered in 10 ms lately
+    limit = TokenBucket(1.0, 1, share=latency.share)
+    admitter = Admitter(slow, cache, events=EventRecorder(slow), pending_limit=limit, latency=latency)
+    await admitter.run_pass(NOW)
+    await admitter.drain()
+    assert waiting_told(slow) == 1, "one token: one reason"
+    assert latency.share() == 0.25, "the admission took 0.25 s, far slower than lately: a quarter of the rates"
+    cache.replace(r.WORKLOAD, slow.objects(r.WORKLOAD))
+
+    await admitter.run_pass(NOW + timedelta(seconds=1))
+    await admitter.drain()
+    assert waiting_told(slow) == 1, "a second later a quarter of a token came, not one"
+    assert admitter.due() == NOW + timedelta(seconds=4), "the next token, at a quarter of the rate"
+    cache.replace(r.WORKLOAD, slow.objects(r.WORKLOAD))
+
+    await admitter.run_pass(NOW + timedelta(seconds=4))
+    await admitter.drain()
+    assert waiting_told(slow) == 2

@@ -1,4 +1,4 @@
-"""The EventRecorder never fails its caller."""
+"""The EventRecorder never fails its caller, and keeps to its rate (and the share of it left by slow admissions)."""
 
 from __future__ import annotations
 
@@ -34,4 +34,17 @@ async def test_events_recorded_later_are_written_within_the_rate_and_the_rest_dr
         )
     await recorder.drain()
     assert len(kube.objects(r.EVENT)) == 3
+    assert recorder.dropped == 2
+
+
+async def test_events_recorded_later_follow_the_share_of_their_rate() -> None:
+    kube = FakeKube()
+    recorder = EventRecorder(kube, rate=1e6, burst=1)  # a token every microsecond...
+    recorder.limit_by(lambda: 1e-9)  # ...of which a billionth is left: one every 1,000 s
+    for i in range(3):
+        recorder.record_later(
+            ObjectView.of(make_job(f"train-{i}")), type="Normal", reason="Admitted", message="admitted"
+        )
+    await recorder.drain()
+    assert len(kube.objects(r.EVENT)) == 1, "the burst only"
     assert recorder.dropped == 2

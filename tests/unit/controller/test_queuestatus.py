@@ -187,3 +187,22 @@ async def test_with_a_rate_a_large_batch_of_statuses_spaces_the_next_one_out() -
     four = admitted(workload("four", cpu=1), "q0")
     await writer.write(snapshot(queues, [*one, *two, three, four]), NOW + timedelta(seconds=7))
     assert status_of(kube, r.CLUSTER_QUEUE, "q0")["admittedWorkloads"] == 4, "one write: spaced by the interval"
+
+
+async def test_a_smaller_share_of_the_rate_spaces_the_next_batch_further() -> None:
+    names = [f"q{i}" for i in range(6)]
+    kube = FakeKube(clock=lambda: NOW)
+    cache = await stored(kube, *((r.CLUSTER_QUEUE, cq_object(n)) for n in names))
+    share = [1.0]
+    writer = QueueStatusWriter(kube, cache, min_interval=1.0, max_rate=2.0, share=lambda: share[0])
+    queues = [cpu_queue(n, 4) for n in names]
+    one = [admitted(workload(f"one-{n}", cpu=1), n) for n in names]
+    two = [admitted(workload(f"two-{n}", cpu=1), n) for n in names]
+
+    await writer.write(snapshot(queues, one), NOW)
+    share[0] = 0.5  # the API server answers admissions slowly: half the rate, six statuses 6 s apart
+    await writer.write(snapshot(queues, one + two), NOW + timedelta(seconds=3))
+    assert {status_of(kube, r.CLUSTER_QUEUE, n)["admittedWorkloads"] for n in names} == {1}, "3 s is not enough"
+    assert writer.due() == NOW + timedelta(seconds=6)
+    await writer.write(snapshot(queues, one + two), NOW + timedelta(seconds=6))
+    assert {status_of(kube, r.CLUSTER_QUEUE, n)["admittedWorkloads"] for n in names} == {2}
