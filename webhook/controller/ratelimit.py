@@ -100,7 +100,8 @@ class WriteLatency:
         lows = self._lows
         while lows and lows[-1][1] >= median:
             lows.pop()
-        lows.append((now, median))
+        if not lows or int(lows[-1][0]) != int(now):  # one a second at most: ``memory`` entries, whatever the rate
+            lows.append((now, median))
         while lows[0][0] < now - self._memory:
             lows.popleft()
         bound = max(self._relaxed, self._tolerance * lows[0][1])

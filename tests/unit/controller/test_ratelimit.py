@@ -120,3 +120,13 @@ def test_write_latency_refuses_a_share_that_could_stop_information() -> None:
         WriteLatency(least=0.0)
     with pytest.raises(ValueError, match="tolerance"):
         WriteLatency(tolerance=0.5)
+
+
+def test_lately_keeps_one_low_a_second_however_many_answers() -> None:
+    clock = Clock()
+    latency = WriteLatency(window=1, memory=300.0, clock=clock)
+    for i in range(10_000):  # answers slower and slower, 100 a second for 100 s
+        clock.now += 0.01
+        latency.observe(0.001 * (i + 1))
+    assert len(latency._lows) <= 101
+    assert latency.share() == 0.2, "10 s against 1 ms lately"
