@@ -102,7 +102,7 @@ class WriteLatency:
             lows.pop()
         if not lows or int(lows[-1][0]) != int(now):  # one a second at most: ``memory`` entries, whatever the rate
             lows.append((now, median))
-        while lows[0][0] < now - self._memory:
+        while len(lows) > 1 and lows[0][0] < now - self._memory:
             lows.popleft()
         bound = max(self._relaxed, self._tolerance * lows[0][1])
         before, self._share = self._share, 1.0 if median <= bound else max(self._least, bound / median)
