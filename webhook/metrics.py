@@ -106,6 +106,13 @@ class Metrics:
             (_ROLE,),
             registry=r,
         )
+        self._information_share = Gauge(
+            "turnstile_information_write_share",
+            "Fraction of their rates that events, pending reasons and queue status keep: below 1 while the API "
+            "server answers admission writes more than twice as slowly as in the last 5 minutes.",
+            (_ROLE,),
+            registry=r,
+        )
         self._attempt_duration = Histogram(
             "kueue_admission_attempt_duration_seconds",
             "Latency of an admission attempt, by result.",
@@ -264,6 +271,7 @@ class Metrics:
             self._lending,
             self._cq_share,
             self._cohort_share,
+            self._information_share,
         )
         # Label values each ClusterQueue has published, so a deleted queue leaves no series behind.
         self._series: dict[str, set[tuple[Counter | Gauge | Histogram, tuple[str, ...]]]] = {}
@@ -297,6 +305,9 @@ class Metrics:
 
     def reconciler_pass(self) -> None:
         self._passes.labels(self._role).inc()
+
+    def set_information_share(self, share: float) -> None:
+        self._information_share.labels(self._role).set(share)
 
     def quota_reserved(self, cluster_queue: str, wait_seconds: float) -> None:
         self._record(cluster_queue, self._quota_reserved_total).inc()

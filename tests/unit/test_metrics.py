@@ -112,6 +112,13 @@ def test_every_series_carries_the_replica_role() -> None:
             1,
             id="webhook-error",
         ),
+        pytest.param(
+            lambda m: m.set_information_share(0.25),
+            "turnstile_information_write_share",
+            {},
+            0.25,
+            id="information-share",
+        ),
     ],
 )
 def test_kueue_names_and_labels(

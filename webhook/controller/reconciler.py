@@ -232,6 +232,7 @@ class Reconciler:
         self.passes += 1
         if self._metrics is not None:
             self._metrics.reconciler_pass()
+            self._metrics.set_information_share(self.write_latency.share())
         due = (*self._workload_wakes.values(), self._router.next_retry(), self.admitter.due(), self.queue_status.due())
         return min((t for t in due if t is not None), default=None)
 

@@ -12,6 +12,7 @@ from typing import Any
 from tests.doubles.fakekube import FakeKube
 from tests.unit.controller.test_admitter import make_cluster_queue, make_local_queue
 from tests.unit.jobs.builders import make_flavor, make_job
+from tests.unit.test_metrics import value
 from webhook.api import constants
 from webhook.api.views import ObjectView, WorkloadRecord
 from webhook.controller.reconciler import Reconciler
@@ -21,6 +22,7 @@ from webhook.jobs import workload as wl_life
 from webhook.kube import errors
 from webhook.kube import resources as r
 from webhook.kube.objects import Object
+from webhook.metrics import Metrics
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 NS = "team-a"
@@ -164,3 +166,16 @@ async def test_a_full_pass_syncs_every_workload_with_a_bounded_number_of_tasks()
     assert sorted(synced) == sorted(f"w-{i}" for i in range(200))
     assert max(tasks_seen) <= 4 + 1, "4 workers and the test's own task"
     assert len(world.admitted()) == 2, "2 CPU: the pass goes on to schedule as before"
+
+
+async def test_a_pass_reports_the_share_of_their_rates_information_writes_keep() -> None:
+    world = World()
+    metrics = Metrics()
+    world.reconciler = Reconciler(world.kube, world.cache, clock=lambda: world.now, metrics=metrics)
+    await world.queues()
+    await world.pass_once()
+    assert value(metrics, "turnstile_information_write_share") == 1.0
+    for seconds in (0.01, 0.5, 0.5):  # admissions answered in 10 ms lately, in half a second now
+        world.reconciler.write_latency.observe(seconds)
+    await world.pass_once(after=0.1)
+    assert value(metrics, "turnstile_information_write_share") == 0.2
