@@ -48,7 +48,6 @@ class EventRecorder:
         self._kube = kube
         self._component = component
         self._host = host
-        self._rate, self._burst = rate, burst
         self._bucket = TokenBucket(rate, burst)
         self._in_flight = asyncio.Semaphore(in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -56,7 +55,7 @@ class EventRecorder:
 
     def limit_by(self, share: Callable[[], float]) -> None:
         """From now on ``record_later``'s rate is ``rate * share()`` (``WriteLatency.share``)."""
-        self._bucket = TokenBucket(self._rate, self._burst, share=share)
+        self._bucket.follow(share)
 
     def record_later(
         self,

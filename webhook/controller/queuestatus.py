@@ -20,6 +20,7 @@ from webhook.api.localqueue import LocalQueue
 from webhook.api.quantity import Quantity, format_quantity
 from webhook.api.workload import Workload
 from webhook.controller.cache import ClusterCache
+from webhook.controller.ratelimit import whole
 from webhook.controller.telemetry import QueueMetrics
 from webhook.core import queuestate
 from webhook.core.admissionfairsharing import USAGE_BASED, AdmissionFairSharing, next_consumed
@@ -63,7 +64,7 @@ class QueueStatusWriter:
         deferred: bool = False,
         min_interval: float = 0.0,
         max_rate: float = 0.0,
-        share: Callable[[], float] | None = None,
+        share: Callable[[], float] = whole,
     ) -> None:
         """``deferred``: the writes run in the background and ``write`` returns once they started; while one
         batch is still being written, the next pass's status is not written (a later pass computes it again).
@@ -74,7 +75,7 @@ class QueueStatusWriter:
         writes a second at most, on average: after a batch of n writes the next waits n / max_rate seconds if
         that is longer than ``min_interval`` (0: no limit). With many queues all moving at once (a storm of
         admissions) their statuses are written less often, and the admissions keep the API server. ``share``: the
-        fraction of ``max_rate`` that holds now (``WriteLatency.share``; None: all of it)."""
+        fraction of ``max_rate`` that holds now (``WriteLatency.share``)."""
         self._deferred = deferred
         self._interval = datetime.timedelta(seconds=min_interval)
         self._rate = max_rate
@@ -263,8 +264,7 @@ class QueueStatusWriter:
         """From one batch of statuses to the next: ``min_interval``, or longer after a large batch."""
         if not self._rate:
             return self._interval
-        rate = self._rate * (self._share() if self._share is not None else 1.0)
-        return max(self._interval, datetime.timedelta(seconds=self._batch_writes / rate))
+        return max(self._interval, datetime.timedelta(seconds=self._batch_writes / (self._rate * self._share())))
 
     def cancel(self) -> None:
         """Give up the batch being written in the background (the reconciler stops)."""

@@ -17,9 +17,14 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 
+def whole() -> float:
+    """The share of a rate when nothing scales it: all of it."""
+    return 1.0
+
+
 class TokenBucket:
-    def __init__(self, rate: float, burst: int, *, share: Callable[[], float] | None = None) -> None:
-        """``share``: the fraction of ``rate`` that refills now (``WriteLatency.share``; None: all of it)."""
+    def __init__(self, rate: float, burst: int, *, share: Callable[[], float] = whole) -> None:
+        """``share``: the fraction of ``rate`` that refills now (``WriteLatency.share``)."""
         if rate <= 0 or burst < 1:
             raise ValueError(f"a token bucket needs a positive rate and a burst of at least 1 ({rate}, {burst})")
         self._rate = rate
@@ -28,9 +33,13 @@ class TokenBucket:
         self._at: float | None = None  # when the tokens were last counted
         self._share = share
 
+    def follow(self, share: Callable[[], float]) -> None:
+        """From now on the rate is ``rate * share()``."""
+        self._share = share
+
     def rate(self) -> float:
         """Tokens a second now."""
-        return self._rate * (self._share() if self._share is not None else 1.0)
+        return self._rate * self._share()
 
     def _refill(self, now: float) -> None:
         if self._at is not None and now > self._at:
