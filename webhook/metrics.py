@@ -106,6 +106,14 @@ class Metrics:
             (_ROLE,),
             registry=r,
         )
+        self._pass_duration = Histogram(
+            "turnstile_reconciler_pass_duration_seconds",
+            "Time a pass of the reconciler's loop takes, the admission and preemption writes it waits for included: "
+            "passes much longer than their admission attempts mean the API server is slow to answer those writes.",
+            (_ROLE,),
+            buckets=ATTEMPT_BUCKETS,
+            registry=r,
+        )
         self._information_share = Gauge(
             "turnstile_information_write_share",
             "Fraction of their rates that events, pending reasons and queue status keep: below 1 while the API "
@@ -303,8 +311,9 @@ class Metrics:
         self._attempts.labels(result, self._role).inc()
         self._attempt_duration.labels(result, self._role).observe(seconds)
 
-    def reconciler_pass(self) -> None:
+    def reconciler_pass(self, seconds: float) -> None:
         self._passes.labels(self._role).inc()
+        self._pass_duration.labels(self._role).observe(seconds)
 
     def set_information_share(self, share: float) -> None:
         self._information_share.labels(self._role).set(share)

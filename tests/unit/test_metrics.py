@@ -113,6 +113,13 @@ def test_every_series_carries_the_replica_role() -> None:
             id="webhook-error",
         ),
         pytest.param(
+            lambda m: m.reconciler_pass(0.3),
+            "turnstile_reconciler_pass_duration_seconds_sum",
+            {},
+            0.3,
+            id="pass-duration",
+        ),
+        pytest.param(
             lambda m: m.set_information_share(0.25),
             "turnstile_information_write_share",
             {},

@@ -30,6 +30,7 @@ import contextlib
 import datetime
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -194,6 +195,7 @@ class Reconciler:
     async def pass_once(self) -> datetime.datetime | None:
         """One pass over what changed (everything on a full pass); returns when the next time-based event is due
         (a deadline, a failed object's retry; None if nothing is)."""
+        started = time.perf_counter()
         now = self._clock()
         if self._last_full is None or now - self._last_full >= self._full_resync:
             self._last_full = now
@@ -231,7 +233,7 @@ class Reconciler:
             log.warning("queue finalizers: %s", exc)
         self.passes += 1
         if self._metrics is not None:
-            self._metrics.reconciler_pass()
+            self._metrics.reconciler_pass(time.perf_counter() - started)
             self._metrics.set_information_share(self.write_latency.share())
         due = (*self._workload_wakes.values(), self._router.next_retry(), self.admitter.due(), self.queue_status.due())
         return min((t for t in due if t is not None), default=None)

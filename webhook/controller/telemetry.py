@@ -18,8 +18,9 @@ class QueueMetrics(Protocol):
         """One scheduling cycle: ``success`` if it admitted at least one workload."""
         ...
 
-    def reconciler_pass(self) -> None:
-        """One pass of the reconciler's loop (it schedules only when something schedulable changed)."""
+    def reconciler_pass(self, seconds: float) -> None:
+        """One pass of the reconciler's loop, which took ``seconds`` (it schedules only when something schedulable
+        changed, and waits for its admission and preemption writes)."""
         ...
 
     def set_information_share(self, share: float) -> None:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.doubles.fakekube import FakeKube
-from tests.unit.controller.test_admitter import make_cluster_queue, make_local_queue
+from tests.unit.controller.test_admitter import SlowKube, make_cluster_queue, make_local_queue
 from tests.unit.jobs.builders import make_flavor, make_job
 from tests.unit.test_metrics import value
 from webhook.api import constants
@@ -166,6 +166,22 @@ async def test_a_full_pass_syncs_every_workload_with_a_bounded_number_of_tasks()
     assert sorted(synced) == sorted(f"w-{i}" for i in range(200))
     assert max(tasks_seen) <= 4 + 1, "4 workers and the test's own task"
     assert len(world.admitted()) == 2, "2 CPU: the pass goes on to schedule as before"
+
+
+async def test_a_pass_reports_how_long_it_took_its_admission_writes_included() -> None:
+    world = World()
+    world.kube = SlowKube(0.25, clock=lambda: world.now)  # each Workload status write answered after 0.25 s
+    metrics = Metrics()
+    world.reconciler = Reconciler(world.kube, world.cache, clock=lambda: world.now, metrics=metrics)
+    await world.queues()
+    await world.kube.create(r.WORKLOAD, bare_workload("a"))
+    await world.pass_once()
+    assert world.admitted() == {"a"}
+    assert value(metrics, "turnstile_reconciler_pass_duration_seconds_count") == 1
+    assert value(metrics, "turnstile_reconciler_pass_duration_seconds_sum") >= 0.25, "it waited for the admission"
+    await world.pass_once(after=0.1)  # the echo of our own admission: nothing to write
+    assert value(metrics, "turnstile_reconciler_pass_duration_seconds_count") == 2
+    assert value(metrics, "turnstile_reconciler_pass_duration_seconds_sum") < 0.45
 
 
 async def test_a_pass_reports_the_share_of_their_rates_information_writes_keep() -> None:
