@@ -689,6 +689,7 @@ def run_once(
         spy: subprocess.Popen[bytes] | None = None
         turnstile: LocalTurnstile | None = None
         run: Run | None = None
+        cpu_timeline: list[str] = []
         try:
             print(f"{system}: starting a fresh control plane...", file=sys.stderr)
             state = cluster.start()
@@ -730,12 +731,18 @@ def run_once(
 
             async def main() -> None:
                 async def sample() -> None:
+                    tick = 0
                     while True:
                         if not keep_niceness:
                             same_niceness(pid)
                         peaks["controller"] = max(peaks["controller"], tree_rss(pid))
                         peaks["controller_pss"] = max(peaks["controller_pss"], tree_pss(pid))
                         peaks["apiserver"] = max(peaks["apiserver"], tree_rss(apiserver))
+                        if tick % 2 == 0 and run.started:  # each process's CPU seconds so far, once a second
+                            at = time.monotonic() - run.started
+                            spent = (tree_cpu(pid), cpu_seconds(apiserver), cpu_seconds(etcd), cpu_seconds(os.getpid()))
+                            cpu_timeline.append(f"{at:.1f} " + " ".join(f"{s:.2f}" for s in spent) + "\n")
+                        tick += 1
                         await asyncio.sleep(0.5)
 
                 sampler = asyncio.ensure_future(sample())
@@ -787,6 +794,9 @@ def run_once(
                 if run is not None:  # what happened when: admissions against finishes, to see gaps
                     lines = (f"{t:.3f} {event} {ns}/{name}\n" for t, event, ns, name in run.timeline)
                     (logs / f"{system}-timeline.txt").write_text("".join(lines))
+                    # seconds since the first create, then the CPU seconds of the controller, kube-apiserver, etcd
+                    # and this driver so far (``bench.timeline`` prints them by phase)
+                    (logs / f"{system}-cpu.txt").write_text("".join(cpu_timeline))
                 for found in [*Path(tmp).glob("*.log"), *Path(tmp).glob("*/*.log"), *Path(tmp).glob("*/logs/*.log")]:
                     shutil.copy(found, logs / f"{system}-{found.name}")
             if proc is not None:

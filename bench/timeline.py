@@ -6,6 +6,8 @@ seconds, ``pending``/``admitted``/``finished``, ``cq-<cohort>-<n>/<class>-<i>-<j
 - the reaction: from a finish to the next admission in the same cohort (mean, p50, p90);
 - admissions per 20 s window by class, how many Workloads were admitted more than once (preempted), and how many
   admissions ended without a finish;
+- with the ``<system>-cpu.txt`` beside it, the cores the controller, kube-apiserver, etcd and the driver used in
+  each window;
 - per class, what its mean time to admission cannot go below while the classes of higher priority still arrive:
   how many of its Workloads were admitted for good (the admission they finished under) before the last finish of
   those classes, and the mean of (the higher classes' last arrival plus their run time, minus the Workload's
@@ -91,6 +93,27 @@ def report(path: Path) -> None:
     print("  admissions that ended before a finish: " + ", ".join(f"{c} {lost[c]}" for c in CLASSES))
     finished_at = {key: at for at, kind, key in events if kind == "finished"}
     _floors(arrived, admitted, finished_at)
+    cpu = path.with_name(path.name.replace("-timeline.txt", "-cpu.txt"))
+    if cpu.exists():
+        _cores(cpu)
+
+
+def _cores(path: Path) -> None:
+    """Cores each process used per window, from the CPU seconds ``bench.baseline --logs`` samples once a second."""
+    samples = [[float(field) for field in line.split()] for line in path.read_text().splitlines() if line.strip()]
+    print("  cores used by the controller / kube-apiserver / etcd / driver:")
+    start = 0
+    while start < len(samples) - 1:
+        window = int(samples[start][0] // WINDOW)
+        end = start
+        while end + 1 < len(samples) and int(samples[end + 1][0] // WINDOW) == window:
+            end += 1
+        end = min(end + 1, len(samples) - 1)  # up to the first sample of the next window
+        span = samples[end][0] - samples[start][0]
+        if span > 0:
+            cores = " / ".join(f"{(samples[end][i] - samples[start][i]) / span:.2f}" for i in range(1, 5))
+            print(f"    {samples[start][0]:5.0f}-{samples[end][0]:.0f} s: {cores}")
+        start = end
 
 
 def _floors(arrived: dict[str, float], admitted: dict[str, float], finished_at: dict[str, float]) -> None:
