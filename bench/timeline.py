@@ -101,7 +101,7 @@ def report(path: Path) -> None:
 def _cores(path: Path) -> None:
     """Cores each process used per window, from the CPU seconds ``bench.baseline --logs`` samples once a second."""
     samples = [[float(field) for field in line.split()] for line in path.read_text().splitlines() if line.strip()]
-    print("  cores used by the controller / kube-apiserver / etcd / driver:")
+    print("  cores used by the controller / kube-apiserver / etcd / driver (the four together):")
     start = 0
     while start < len(samples) - 1:
         window = int(samples[start][0] // WINDOW)
@@ -111,8 +111,9 @@ def _cores(path: Path) -> None:
         end = min(end + 1, len(samples) - 1)  # up to the first sample of the next window
         span = samples[end][0] - samples[start][0]
         if span > 0:
-            cores = " / ".join(f"{(samples[end][i] - samples[start][i]) / span:.2f}" for i in range(1, 5))
-            print(f"    {samples[start][0]:5.0f}-{samples[end][0]:.0f} s: {cores}")
+            used = [(samples[end][i] - samples[start][i]) / span for i in range(1, 5)]
+            cores = " / ".join(f"{u:.2f}" for u in used)
+            print(f"    {samples[start][0]:5.0f}-{samples[end][0]:.0f} s: {cores} ({sum(used):.2f})")
         start = end
 
 
