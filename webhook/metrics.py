@@ -99,17 +99,11 @@ class Metrics:
             ("result", _ROLE),
             registry=r,
         )
-        self._passes = Counter(
-            "turnstile_reconciler_passes_total",
-            "Passes of the reconciler's loop; a pass schedules (an admission attempt) only when something "
-            "schedulable changed.",
-            (_ROLE,),
-            registry=r,
-        )
         self._pass_duration = Histogram(
             "turnstile_reconciler_pass_duration_seconds",
-            "Time a pass of the reconciler's loop takes, the admission and preemption writes it waits for included: "
-            "passes much longer than their admission attempts mean the API server is slow to answer those writes.",
+            "Time a pass of the reconciler's loop takes, the admission and preemption writes it waits for included "
+            "(its count: the passes; a pass schedules only when something schedulable changed). Passes much longer "
+            "than their admission attempts mean the API server is slow to answer those writes.",
             (_ROLE,),
             buckets=ATTEMPT_BUCKETS,
             registry=r,
@@ -312,7 +306,6 @@ class Metrics:
         self._attempt_duration.labels(result, self._role).observe(seconds)
 
     def reconciler_pass(self, seconds: float) -> None:
-        self._passes.labels(self._role).inc()
         self._pass_duration.labels(self._role).observe(seconds)
 
     def set_information_share(self, share: float) -> None:

@@ -40,7 +40,7 @@ SEED = 7
 LEASE_DURATION = 6.0  # LocalTurnstile's leaderElection.leaseDuration
 TAKEOVER_SLACK = 4.0  # one retry period to notice, one to acquire, process scheduling on a busy machine
 ROLE = re.compile(r'^kueue_build_info\{[^}]*replica_role="(\w+)"[^}]*\} 1\.0$', re.MULTILINE)
-PASSES = re.compile(r"^turnstile_reconciler_passes_total\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
+PASSES = re.compile(r"^turnstile_reconciler_pass_duration_seconds_count\{[^}]*\} ([0-9.e+]+)$", re.MULTILINE)
 
 
 def role(replica: LocalTurnstile) -> str | None:
